@@ -1,0 +1,45 @@
+// Package storage defines the small transactional, ordered key-value interface that
+// palmgate's domain packages build their records and indexes on. It knows nothing of
+// the domain: keys and values are bytes.
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by Txn.Get when the key does not exist or has expired.
+var ErrNotFound = errors.New("storage: key not found")
+
+// ErrConflict is returned by Store.Update when a transaction kept conflicting with
+// concurrent ones after every retry.
+var ErrConflict = errors.New("storage: transaction conflict")
+
+// Store is a transactional, ordered key-value store. Implementations must make a
+// successful Update durable before it returns (an answered write survives a crash),
+// and must run fn again, from scratch, when a transaction conflicts with a
+// concurrent one; fn must therefore not keep state across attempts.
+type Store interface {
+	// Update runs fn in a read-write transaction and commits it when fn returns nil.
+	Update(ctx context.Context, fn func(Txn) error) error
+	// View runs fn in a read-only transaction over a consistent snapshot.
+	View(ctx context.Context, fn func(Txn) error) error
+	// Close releases the store.
+	Close() error
+}
+
+// Txn is one transaction. Values returned by Get and passed to Iterate callbacks
+// belong to the caller (they stay valid after the transaction ends).
+type Txn interface {
+	// Get returns the value of key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// Set stores value under key. A ttl above zero makes the record expire (disappear
+	// from every read) after that long; zero keeps it until deleted.
+	Set(key, value []byte, ttl time.Duration) error
+	// Delete removes key; deleting a missing key is not an error.
+	Delete(key []byte) error
+	// Iterate calls fn for each live key that starts with prefix, in ascending byte
+	// order, until fn returns false or an error (which Iterate returns).
+	Iterate(prefix []byte, fn func(key, value []byte) (bool, error)) error
+}
