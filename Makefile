@@ -1,0 +1,22 @@
+# palmgate: build, run and test the custom Caddy binary with the palmgate plugin.
+GO      ?= go
+BIN     := bin/caddy
+PKGS    := ./...
+
+.PHONY: build run test test-short vet clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/caddy
+
+## run: build and start the example (dev mode) on http://localhost:8080, data in ./data
+run: build
+	mkdir -p data
+	$(BIN) run --config Caddyfile.example --adapter caddyfile
+
+## test: vet, then every test, the integration tests against the binary built here
+test: build
+	$(GO) vet $(PKGS)
+	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m $(PKGS)
+
+clean:
+	rm -rf bin data

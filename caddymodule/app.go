@@ -1,0 +1,369 @@
+// Package caddymodule plugs palmgate into Caddy: the `palmgate` app (global option),
+// the `palmgate` HTTP handler, their Caddyfile parsing and the HTTP edge of the
+// domain services. It only translates between Caddy and core/.
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/badgerstore"
+)
+
+func init() {
+	caddy.RegisterModule(App{})
+}
+
+// Defaults of the app's options.
+const (
+	DefaultAccessTokenTTL         = time.Hour
+	DefaultRefreshTokenTTL        = 90 * 24 * time.Hour
+	DefaultAuthCodeTTL            = 5 * time.Minute
+	DefaultRegistrationSessionTTL = 15 * time.Minute
+	DefaultChallengeMaxAge        = 5 * time.Minute
+	DefaultRateLimitRequests      = 120
+	DefaultRateLimitWindow        = time.Minute
+)
+
+// App is the palmgate identity service: it owns the store, the keys and the domain
+// services that the `palmgate` handler serves. It is configured by the `palmgate`
+// global option.
+type App struct {
+	// Issuer is the public base URL of the service, with no path, such as
+	// https://id.example.com. It prefixes every URL palmgate hands out and is the
+	// audience of palm assertions; the OpenID Connect issuer is Issuer + "/oauth2".
+	Issuer string `json:"issuer,omitempty"`
+
+	// Storage selects where state lives. Default: Badger under Caddy's data
+	// directory, in palmgate/.
+	Storage *StorageConfig `json:"storage,omitempty"`
+
+	// Dev enables local development: a built-in palm attestor, simulated palm scans
+	// (the dev-scan route and the pages' "Simulate palm scan" button). Never in
+	// production.
+	Dev bool `json:"dev,omitempty"`
+
+	// PalmAttestors are the trusted palm-matching engines whose signed assertions
+	// complete palm challenges.
+	PalmAttestors []PalmAttestor `json:"palm_attestors,omitempty"`
+
+	// PairwiseSecret keys the pairwise subject identifiers. Default: generated once
+	// and kept in the store.
+	PairwiseSecret string `json:"pairwise_secret,omitempty"`
+
+	// AccessTokenTTL is the lifetime of access tokens. Default: 1h.
+	AccessTokenTTL caddy.Duration `json:"access_token_ttl,omitempty"`
+
+	// RefreshTokenTTL is the lifetime of refresh tokens. Default: 2160h (90 days).
+	RefreshTokenTTL caddy.Duration `json:"refresh_token_ttl,omitempty"`
+
+	// AuthCodeTTL is the lifetime of authorization codes. Default: 5m.
+	AuthCodeTTL caddy.Duration `json:"auth_code_ttl,omitempty"`
+
+	// RateLimit bounds unauthenticated writes per client IP.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+
+	// RegistrationSessionTTL is the lifetime of an agent registration session (and
+	// of its palm challenge). Default: 15m.
+	RegistrationSessionTTL caddy.Duration `json:"registration_session_ttl,omitempty"`
+
+	// ChallengeMaxAge is how far an agent challenge's timestamp may be from the
+	// server's clock, in either direction. Default: 5m.
+	ChallengeMaxAge caddy.Duration `json:"challenge_max_age,omitempty"`
+
+	// Clients are the OpenID Connect relying parties allowed to log users in.
+	Clients []Client `json:"clients,omitempty"`
+
+	store    storage.Store
+	storeKey string
+	palm     *palm.Service
+	agents   *agent.Service
+	mux      *http.ServeMux
+	logger   *zap.Logger
+}
+
+// StorageConfig selects the storage backend.
+type StorageConfig struct {
+	// Backend is the storage engine: "badger".
+	Backend string `json:"backend,omitempty"`
+	// Path is the Badger directory.
+	Path string `json:"path,omitempty"`
+}
+
+// PalmAttestor is a trusted palm engine.
+type PalmAttestor struct {
+	// Name is the attestor's name, the `iss` of its assertions.
+	Name string `json:"name,omitempty"`
+	// PublicKey is its Ed25519 or P-256 public key as base64 DER SubjectPublicKeyInfo;
+	// the key type pins the algorithm (EdDSA or ES256).
+	PublicKey string `json:"public_key,omitempty"`
+}
+
+// RateLimit bounds requests per client IP over a window.
+type RateLimit struct {
+	// Off disables the limit.
+	Off bool `json:"off,omitempty"`
+	// Requests is how many requests one client IP may make per window.
+	Requests int `json:"requests,omitempty"`
+	// Window is the length of the window.
+	Window caddy.Duration `json:"window,omitempty"`
+}
+
+// Client is an OpenID Connect relying party.
+type Client struct {
+	// ID is the client_id.
+	ID string `json:"client_id,omitempty"`
+	// Secret is the client_secret; placeholders such as {env.APP_SECRET} work.
+	Secret string `json:"secret,omitempty"`
+	// RedirectURIs are the registered redirect URIs, matched exactly.
+	RedirectURIs []string `json:"redirect_uris,omitempty"`
+	// Name is shown to the person on the login page.
+	Name string `json:"name,omitempty"`
+	// Sector is the pairwise sector of the client's subjects. Default: the client_id.
+	Sector string `json:"sector,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (App) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "palmgate",
+		New: func() caddy.Module { return new(App) },
+	}
+}
+
+// stores shares open stores across config generations: an open Badger directory is
+// locked, so a reload must reuse it rather than open it again.
+var stores = caddy.NewUsagePool()
+
+type sharedStore struct{ storage.Store }
+
+func (s sharedStore) Destruct() error { return s.Close() }
+
+// Provision sets defaults, opens the store and builds the services.
+func (a *App) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	a.setDefaults()
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	attestors := make([]palm.Attestor, 0, len(a.PalmAttestors))
+	for _, pa := range a.PalmAttestors {
+		key, err := palm.ParseAttestorKey(pa.PublicKey)
+		if err != nil {
+			return fmt.Errorf("palm_attestor %s: %w", pa.Name, err)
+		}
+		attestors = append(attestors, palm.Attestor{Name: pa.Name, Key: key})
+	}
+	if err := a.openStore(); err != nil {
+		return err
+	}
+	var err error
+	a.palm, err = palm.NewService(palm.Config{Store: a.store, Issuer: a.Issuer, Attestors: attestors, Dev: a.Dev})
+	if err != nil {
+		return err
+	}
+	a.agents = agent.NewService(agent.Config{
+		Store:           a.store,
+		Palm:            a.palm,
+		Issuer:          a.Issuer,
+		SessionTTL:      time.Duration(a.RegistrationSessionTTL),
+		ChallengeMaxAge: time.Duration(a.ChallengeMaxAge),
+	})
+	a.mux = a.routes()
+	if a.Dev {
+		a.logger.Warn("palmgate dev mode: palm scans can be simulated; never use it in production")
+	}
+	return nil
+}
+
+func (a *App) setDefaults() {
+	a.Issuer = strings.TrimSuffix(a.Issuer, "/")
+	if a.Storage == nil {
+		a.Storage = &StorageConfig{}
+	}
+	if a.Storage.Backend == "" {
+		a.Storage.Backend = "badger"
+	}
+	if a.Storage.Backend == "badger" && a.Storage.Path == "" {
+		a.Storage.Path = filepath.Join(caddy.AppDataDir(), "palmgate")
+	}
+	defaultDuration(&a.AccessTokenTTL, DefaultAccessTokenTTL)
+	defaultDuration(&a.RefreshTokenTTL, DefaultRefreshTokenTTL)
+	defaultDuration(&a.AuthCodeTTL, DefaultAuthCodeTTL)
+	defaultDuration(&a.RegistrationSessionTTL, DefaultRegistrationSessionTTL)
+	defaultDuration(&a.ChallengeMaxAge, DefaultChallengeMaxAge)
+	if a.RateLimit == nil {
+		a.RateLimit = &RateLimit{}
+	}
+	if !a.RateLimit.Off {
+		if a.RateLimit.Requests == 0 {
+			a.RateLimit.Requests = DefaultRateLimitRequests
+		}
+		defaultDuration(&a.RateLimit.Window, DefaultRateLimitWindow)
+	}
+	repl := caddy.NewReplacer()
+	for i := range a.Clients {
+		a.Clients[i].Secret = repl.ReplaceKnown(a.Clients[i].Secret, "")
+		if a.Clients[i].Sector == "" {
+			a.Clients[i].Sector = a.Clients[i].ID
+		}
+	}
+}
+
+func defaultDuration(d *caddy.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = caddy.Duration(def)
+	}
+}
+
+// Validate checks the configuration; each message names the option at fault.
+func (a *App) Validate() error {
+	if err := validateIssuer(a.Issuer, a.Dev); err != nil {
+		return err
+	}
+	if !a.Dev && len(a.PalmAttestors) == 0 {
+		return errors.New("palmgate: neither dev nor any palm_attestor is configured, so no palm scan could ever complete; add `palm_attestor <name> <public key>` (or `dev` for local development)")
+	}
+	seen := map[string]bool{}
+	for _, pa := range a.PalmAttestors {
+		if pa.Name == "" || pa.PublicKey == "" {
+			return errors.New("palm_attestor: a name and a public key are required")
+		}
+		if seen[pa.Name] || (a.Dev && pa.Name == palm.DevAttestorName) {
+			return fmt.Errorf("palm_attestor %s: name used twice", pa.Name)
+		}
+		seen[pa.Name] = true
+	}
+	if a.Storage.Backend != "badger" {
+		return fmt.Errorf("storage: unknown backend %q (supported: badger)", a.Storage.Backend)
+	}
+	if a.PairwiseSecret != "" && len(a.PairwiseSecret) < 32 {
+		return errors.New("pairwise_secret: must be at least 32 characters")
+	}
+	for name, d := range map[string]caddy.Duration{
+		"access_token_ttl": a.AccessTokenTTL, "refresh_token_ttl": a.RefreshTokenTTL,
+		"auth_code_ttl": a.AuthCodeTTL, "registration_session_ttl": a.RegistrationSessionTTL,
+		"challenge_max_age": a.ChallengeMaxAge,
+	} {
+		if d < caddy.Duration(time.Second) {
+			return fmt.Errorf("%s: must be at least 1s, got %s", name, time.Duration(d))
+		}
+	}
+	if !a.RateLimit.Off && (a.RateLimit.Requests < 1 || a.RateLimit.Window < caddy.Duration(time.Second)) {
+		return errors.New("rate_limit: needs at least 1 request per window of at least 1s, or `off`")
+	}
+	return validateClients(a.Clients)
+}
+
+func validateIssuer(issuer string, dev bool) error {
+	if issuer == "" {
+		return errors.New("issuer: required, the public base URL of the service (such as https://id.example.com)")
+	}
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("issuer: %q is not an absolute http(s) URL", issuer)
+	}
+	if u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("issuer: %q must be a base URL with no path, query or user", issuer)
+	}
+	if u.Scheme == "http" && !dev && !isLoopback(u.Hostname()) {
+		return fmt.Errorf("issuer: %q must use https outside dev mode and loopback hosts", issuer)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func validateClients(clients []Client) error {
+	seen := map[string]bool{}
+	for _, c := range clients {
+		if c.ID == "" {
+			return errors.New("client: a client_id is required")
+		}
+		if seen[c.ID] {
+			return fmt.Errorf("client %s: configured twice", c.ID)
+		}
+		seen[c.ID] = true
+		if c.Secret == "" {
+			return fmt.Errorf("client %s: secret is required", c.ID)
+		}
+		if len(c.RedirectURIs) == 0 {
+			return fmt.Errorf("client %s: at least one redirect_uri is required", c.ID)
+		}
+		for _, ru := range c.RedirectURIs {
+			u, err := url.Parse(ru)
+			if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
+				return fmt.Errorf("client %s: redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
+			}
+		}
+	}
+	return nil
+}
+
+// openStore opens the configured store, or shares the one a previous config
+// generation opened.
+func (a *App) openStore() error {
+	path, err := filepath.Abs(a.Storage.Path)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	a.storeKey = "badger:" + path
+	v, _, err := stores.LoadOrNew(a.storeKey, func() (caddy.Destructor, error) {
+		s, err := badgerstore.Open(path, a.logger.Named("badger"))
+		if err != nil {
+			return nil, err
+		}
+		return sharedStore{s}, nil
+	})
+	if err != nil {
+		a.storeKey = ""
+		return fmt.Errorf("storage: opening badger at %s: %w", path, err)
+	}
+	a.store = v.(sharedStore)
+	return nil
+}
+
+// Start starts the app.
+func (a *App) Start() error { return nil }
+
+// Stop stops the app.
+func (a *App) Stop() error { return nil }
+
+// Cleanup releases the store (closed when no config generation uses it any more).
+func (a *App) Cleanup() error {
+	if a.storeKey == "" {
+		return nil
+	}
+	_, err := stores.Delete(a.storeKey)
+	a.storeKey = ""
+	return err
+}
+
+// ServeHTTP serves palmgate's own routes.
+func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// Interface guards
+var (
+	_ caddy.App          = (*App)(nil)
+	_ caddy.Provisioner  = (*App)(nil)
+	_ caddy.Validator    = (*App)(nil)
+	_ caddy.CleanerUpper = (*App)(nil)
+)

@@ -1,0 +1,194 @@
+package caddymodule
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+)
+
+func init() {
+	httpcaddyfile.RegisterGlobalOption("palmgate", parseGlobalOption)
+}
+
+// parseGlobalOption turns the `palmgate { ... }` global option into the palmgate app.
+func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
+	if existing != nil {
+		return nil, d.Err("palmgate: the global option is given twice")
+	}
+	var app App
+	if err := app.UnmarshalCaddyfile(d); err != nil {
+		return nil, err
+	}
+	return httpcaddyfile.App{Name: "palmgate", Value: caddyconfig.JSON(app, nil)}, nil
+}
+
+// UnmarshalCaddyfile sets up the app from the global option:
+//
+//	palmgate {
+//		issuer <url>
+//		storage badger <path>
+//		dev
+//		palm_attestor <name> <public key, base64 DER SPKI>
+//		pairwise_secret <secret>
+//		access_token_ttl <duration>
+//		refresh_token_ttl <duration>
+//		auth_code_ttl <duration>
+//		rate_limit <requests> <window> | off
+//		registration_session_ttl <duration>
+//		challenge_max_age <duration>
+//		client <client_id> {
+//			secret <secret>
+//			redirect_uri <uri> [<uri>...]
+//			name <display name>
+//			sector <id>
+//		}
+//	}
+func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // option name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	durations := map[string]*caddy.Duration{
+		"access_token_ttl":         &a.AccessTokenTTL,
+		"refresh_token_ttl":        &a.RefreshTokenTTL,
+		"auth_code_ttl":            &a.AuthCodeTTL,
+		"registration_session_ttl": &a.RegistrationSessionTTL,
+		"challenge_max_age":        &a.ChallengeMaxAge,
+	}
+	for d.NextBlock(0) {
+		option := d.Val()
+		if target, ok := durations[option]; ok {
+			if err := parseDuration(d, target); err != nil {
+				return err
+			}
+			continue
+		}
+		switch option {
+		case "issuer":
+			if err := singleArg(d, &a.Issuer); err != nil {
+				return err
+			}
+		case "storage":
+			args := d.RemainingArgs()
+			if len(args) != 2 || args[0] != "badger" {
+				return d.Errf("storage: expected `storage badger <path>`, got %q", args)
+			}
+			a.Storage = &StorageConfig{Backend: args[0], Path: args[1]}
+		case "dev":
+			if d.NextArg() {
+				return d.Errf("dev: takes no argument")
+			}
+			a.Dev = true
+		case "palm_attestor":
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return d.Errf("palm_attestor: expected `palm_attestor <name> <public key>`, got %d arguments", len(args))
+			}
+			a.PalmAttestors = append(a.PalmAttestors, PalmAttestor{Name: args[0], PublicKey: args[1]})
+		case "pairwise_secret":
+			if err := singleArg(d, &a.PairwiseSecret); err != nil {
+				return err
+			}
+		case "rate_limit":
+			rl, err := parseRateLimit(d)
+			if err != nil {
+				return err
+			}
+			a.RateLimit = rl
+		case "client":
+			c, err := parseClient(d)
+			if err != nil {
+				return err
+			}
+			a.Clients = append(a.Clients, c)
+		default:
+			return d.Errf("palmgate: unknown option %q", option)
+		}
+	}
+	return nil
+}
+
+func singleArg(d *caddyfile.Dispenser, target *string) error {
+	option := d.Val()
+	args := d.RemainingArgs()
+	if len(args) != 1 {
+		return d.Errf("%s: expected one argument, got %d", option, len(args))
+	}
+	*target = args[0]
+	return nil
+}
+
+func parseDuration(d *caddyfile.Dispenser, target *caddy.Duration) error {
+	option := d.Val()
+	var s string
+	if err := singleArg(d, &s); err != nil {
+		return err
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil {
+		return d.Errf("%s: %q is not a duration: %v", option, s, err)
+	}
+	*target = caddy.Duration(dur)
+	return nil
+}
+
+func parseRateLimit(d *caddyfile.Dispenser) (*RateLimit, error) {
+	args := d.RemainingArgs()
+	if len(args) == 1 && args[0] == "off" {
+		return &RateLimit{Off: true}, nil
+	}
+	if len(args) != 2 {
+		return nil, d.Errf("rate_limit: expected `rate_limit <requests> <window>` or `rate_limit off`")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 {
+		return nil, d.Errf("rate_limit: %q is not a positive number of requests", args[0])
+	}
+	window, err := caddy.ParseDuration(args[1])
+	if err != nil {
+		return nil, d.Errf("rate_limit: %q is not a duration: %v", args[1], err)
+	}
+	return &RateLimit{Requests: n, Window: caddy.Duration(window)}, nil
+}
+
+func parseClient(d *caddyfile.Dispenser) (Client, error) {
+	var c Client
+	if !d.NextArg() {
+		return c, d.Errf("client: expected `client <client_id> { ... }`")
+	}
+	c.ID = d.Val()
+	if d.NextArg() {
+		return c, d.Errf("client %s: unexpected argument %q before the block", c.ID, d.Val())
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch option := d.Val(); option {
+		case "secret":
+			if err := singleArg(d, &c.Secret); err != nil {
+				return c, err
+			}
+		case "redirect_uri":
+			uris := d.RemainingArgs()
+			if len(uris) == 0 {
+				return c, d.Errf("client %s: redirect_uri needs at least one URI", c.ID)
+			}
+			c.RedirectURIs = append(c.RedirectURIs, uris...)
+		case "name":
+			if err := singleArg(d, &c.Name); err != nil {
+				return c, err
+			}
+		case "sector":
+			if err := singleArg(d, &c.Sector); err != nil {
+				return c, err
+			}
+		default:
+			return c, d.Errf("client %s: unknown option %q", c.ID, option)
+		}
+	}
+	return c, nil
+}
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*App)(nil)

@@ -1,0 +1,134 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+)
+
+// adapt runs the real Caddyfile adapter and returns the palmgate app's JSON.
+func adapt(t *testing.T, caddyfile string) (json.RawMessage, error) {
+	t.Helper()
+	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
+	if err != nil {
+		return nil, err
+	}
+	var parsed struct {
+		Apps map[string]json.RawMessage `json:"apps"`
+	}
+	if err := json.Unmarshal(cfg, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	return parsed.Apps["palmgate"], nil
+}
+
+// TestCaddyfileGolden pins the global option grammar: every option, adapted to JSON.
+func TestCaddyfileGolden(t *testing.T) {
+	in, err := os.ReadFile("testdata/full.caddyfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := adapt(t, string(in))
+	if err != nil {
+		t.Fatalf("adapting: %v", err)
+	}
+	want, err := os.ReadFile("testdata/full.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotIndented, wantCompact bytes.Buffer
+	if err := json.Indent(&gotIndented, got, "", "\t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Compact(&wantCompact, want); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, wantCompact.Bytes()) {
+		t.Errorf("adapted palmgate app differs from testdata/full.json:\n%s", gotIndented.String())
+	}
+}
+
+func TestCaddyfileErrorsNameTheOption(t *testing.T) {
+	for _, tc := range []struct {
+		name, block, want string
+	}{
+		{"bad duration", "registration_session_ttl banana", "registration_session_ttl"},
+		{"duration without value", "auth_code_ttl", "auth_code_ttl"},
+		{"storage backend", "storage redis /x", "storage"},
+		{"attestor arity", "palm_attestor onlyname", "palm_attestor"},
+		{"rate limit count", "rate_limit many 1m", "rate_limit"},
+		{"rate limit window", "rate_limit 10 soon", "rate_limit"},
+		{"dev with argument", "dev yes", "dev"},
+		{"unknown option", "colour blue", "colour"},
+		{"client without id", "client {\n}", "client"},
+		{"client unknown option", "client demo {\n\tcolour blue\n}", "colour"},
+		{"redirect_uri without uri", "client demo {\n\tredirect_uri\n}", "redirect_uri"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := adapt(t, "{\n\tpalmgate {\n\t\t"+tc.block+"\n\t}\n}\n:8080 {\n\tpalmgate\n}\n")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	valid := func() *App {
+		a := &App{Issuer: "https://id.example.com", PalmAttestors: []PalmAttestor{{Name: "engine", PublicKey: "k"}}}
+		a.setDefaults()
+		return a
+	}
+	if err := valid().Validate(); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*App)
+		want   string
+	}{
+		{"no issuer", func(a *App) { a.Issuer = "" }, "issuer"},
+		{"issuer with path", func(a *App) { a.Issuer = "https://id.example.com/oauth2" }, "issuer"},
+		{"issuer not http", func(a *App) { a.Issuer = "ftp://id.example.com" }, "issuer"},
+		{"plain http outside dev", func(a *App) { a.Issuer = "http://id.example.com" }, "https"},
+		{"no attestor, no dev", func(a *App) { a.PalmAttestors = nil }, "palm_attestor"},
+		{"attestor twice", func(a *App) { a.PalmAttestors = append(a.PalmAttestors, a.PalmAttestors[0]) }, "palm_attestor engine"},
+		{"short pairwise secret", func(a *App) { a.PairwiseSecret = "short" }, "pairwise_secret"},
+		{"sub-second ttl", func(a *App) { a.AuthCodeTTL = 1 }, "auth_code_ttl"},
+		{"client without secret", func(a *App) { a.Clients = []Client{{ID: "c", RedirectURIs: []string{"https://a/cb"}}} }, "secret"},
+		{"client without redirect", func(a *App) { a.Clients = []Client{{ID: "c", Secret: "s"}} }, "redirect_uri"},
+		{"relative redirect", func(a *App) { a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"/cb"}}} }, "redirect_uri"},
+		{"client twice", func(a *App) {
+			c := Client{ID: "c", Secret: "s", RedirectURIs: []string{"https://a/cb"}}
+			a.Clients = []Client{c, c}
+		}, "twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := valid()
+			tc.change(a)
+			err := a.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("http on loopback and in dev", func(t *testing.T) {
+		for _, issuer := range []string{"http://127.0.0.1:8080", "http://localhost:8080"} {
+			a := valid()
+			a.Issuer = issuer
+			if err := a.Validate(); err != nil {
+				t.Errorf("%s refused: %v", issuer, err)
+			}
+		}
+		a := valid()
+		a.Issuer, a.Dev = "http://dev.internal", true
+		if err := a.Validate(); err != nil {
+			t.Errorf("http issuer in dev refused: %v", err)
+		}
+	})
+}

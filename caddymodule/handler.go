@@ -1,0 +1,91 @@
+package caddymodule
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+	httpcaddyfile.RegisterHandlerDirective("palmgate", parseHandler)
+	// Before basic_auth: palmgate's public endpoints are never behind a site's own
+	// authentication.
+	httpcaddyfile.RegisterDirectiveOrder("palmgate", httpcaddyfile.Before, "basic_auth")
+}
+
+// Handler serves the palmgate identity service of the `palmgate` app: /oauth2/* and
+// /v1/*. Every other request goes to the next handler.
+type Handler struct {
+	app *App
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.palmgate",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Provision finds the palmgate app.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	app, err := ctx.AppIfConfigured("palmgate")
+	if err != nil {
+		return fmt.Errorf("the palmgate directive needs the palmgate global option (at least its issuer): %w", err)
+	}
+	h.app = app.(*App)
+	return nil
+}
+
+// ServeHTTP serves palmgate's paths and passes the others on.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !ownsPath(r.URL.Path) {
+		return next.ServeHTTP(w, r)
+	}
+	h.app.ServeHTTP(w, r)
+	return nil
+}
+
+func ownsPath(p string) bool {
+	for _, prefix := range []string{"/v1", "/oauth2"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens:
+//
+//	palmgate
+//
+// It takes no arguments: the service is configured by the palmgate global option.
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	if d.NextBlock(0) {
+		return d.Err("the palmgate directive takes no block; configure the service in the palmgate global option")
+	}
+	return nil
+}
+
+func parseHandler(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	var handler Handler
+	err := handler.UnmarshalCaddyfile(h.Dispenser)
+	return &handler, err
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+	_ caddyfile.Unmarshaler       = (*Handler)(nil)
+)

@@ -1,0 +1,158 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/palm"
+)
+
+// maxBodyBytes bounds every request body palmgate reads.
+const maxBodyBytes = 64 << 10
+
+// apiError is the error body of the /v1 interface: {"error","code","details"}.
+type apiError struct {
+	Status  int            `json:"-"`
+	Message string         `json:"error"`
+	Code    string         `json:"code,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// Stable codes of errors raised by the HTTP edge itself (the domain's are in
+// core/agent and errorFor).
+const (
+	codeBodyTooLarge     = "body_too_large"
+	codeUnsupportedMedia = "unsupported_media_type"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeNotFound         = "not_found"
+	codeInternal         = "internal_error"
+)
+
+// routes builds the mux of palmgate's paths. Each path answers 405 with an Allow
+// header for the methods it does not serve, and unknown paths answer 404, both with
+// the JSON error body.
+func (a *App) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	route := func(path string, methods map[string]http.HandlerFunc) {
+		allowed := make([]string, 0, len(methods))
+		for m, h := range methods {
+			mux.HandleFunc(m+" "+path, h)
+			allowed = append(allowed, m)
+		}
+		sort.Strings(allowed)
+		allow := strings.Join(allowed, ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeJSON(w, http.StatusMethodNotAllowed, &apiError{Message: r.Method + " is not allowed here; use " + allow, Code: codeMethodNotAllowed})
+		})
+	}
+	route("/v1/agent/register/init", map[string]http.HandlerFunc{"POST": a.handleRegisterInit})
+	route("/v1/agent/register/{sessionId}/status", map[string]http.HandlerFunc{"GET": a.handleRegisterStatus})
+	route("/v1/agent/register/{sessionId}/verify", map[string]http.HandlerFunc{"GET": a.handleRegisterPage})
+	route("/v1/agent/verify/signature", map[string]http.HandlerFunc{"POST": a.handleVerifySignature})
+	route("/v1/agent/verify/device/{deviceId}", map[string]http.HandlerFunc{"GET": a.handleLookupDevice})
+	route("/v1/agent/verify/public-key/{publicKey}", map[string]http.HandlerFunc{"GET": a.handleLookupPublicKey})
+	route("/v1/human/leaderboard", map[string]http.HandlerFunc{"GET": a.handleLeaderboard})
+	route("/v1/palm/challenges/{challengeId}", map[string]http.HandlerFunc{"GET": a.handlePalmChallenge})
+	route("/v1/palm/challenges/{challengeId}/assertion", map[string]http.HandlerFunc{"POST": a.handlePalmAssertion})
+	route("/v1/palm/challenges/{challengeId}/deny", map[string]http.HandlerFunc{"POST": a.handlePalmDeny})
+	route("/v1/palm/challenges/{challengeId}/dev-scan", map[string]http.HandlerFunc{"POST": a.handlePalmDevScan})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
+	})
+	return mux
+}
+
+// readJSON reads a bounded application/json body into v (or, with v nil, returns it).
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mediaType != "application/json" {
+		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Message: "Content-Type must be application/json", Code: codeUnsupportedMedia}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: "body is larger than 64 KiB", Code: codeBodyTooLarge}
+		}
+		return nil, &apiError{Status: http.StatusBadRequest, Message: "reading body: " + err.Error(), Code: agent.CodeInvalidBody}
+	}
+	return body, nil
+}
+
+// decodeJSON reads a bounded JSON body into v.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	body, apiErr := readJSONBody(w, r)
+	if apiErr != nil {
+		return apiErr
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return &apiError{Status: http.StatusBadRequest, Message: "body is not the expected JSON object", Code: agent.CodeInvalidBody}
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers err with its status and the JSON error body. Errors that are
+// not the client's are logged and answered 500 without detail.
+func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := a.errorFor(err)
+	if e.Status == http.StatusInternalServerError {
+		a.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+	}
+	writeJSON(w, e.Status, e)
+}
+
+// errorFor maps domain errors to HTTP: the one place that knows both.
+func (a *App) errorFor(err error) *apiError {
+	var e *apiError
+	if errors.As(err, &e) {
+		return e
+	}
+	var ae *agent.Error
+	if errors.As(err, &ae) {
+		status := http.StatusBadRequest
+		switch {
+		case errors.Is(ae.Kind, agent.ErrAlreadyRegistered):
+			status = http.StatusConflict
+		case errors.Is(ae.Kind, agent.ErrSessionNotFound):
+			status = http.StatusNotFound
+		}
+		return &apiError{Status: status, Message: ae.Message, Code: ae.Code, Details: ae.Details}
+	}
+	for _, m := range []struct {
+		kind   error
+		status int
+		code   string
+	}{
+		{palm.ErrMalformed, http.StatusBadRequest, "invalid_assertion"},
+		{palm.ErrBadAssertion, http.StatusUnauthorized, "assertion_refused"},
+		{palm.ErrNotFound, http.StatusNotFound, "challenge_not_found"},
+		{palm.ErrNotPending, http.StatusConflict, "challenge_not_pending"},
+		{palm.ErrExpired, http.StatusGone, "challenge_expired"},
+		{palm.ErrNoDevAttestor, http.StatusNotFound, codeNotFound},
+	} {
+		if errors.Is(err, m.kind) {
+			return &apiError{Status: m.status, Message: err.Error(), Code: m.code}
+		}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Message: "internal server error", Code: codeInternal}
+}

@@ -1,0 +1,94 @@
+package caddymodule
+
+import (
+	"crypto/rand"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+
+	"github.com/skip2/go-qrcode"
+
+	"github.com/palmgate/palmgate/core/jsontime"
+	"github.com/palmgate/palmgate/core/palm"
+)
+
+//go:embed pages/*.html
+var pageFiles embed.FS
+
+var challengePage = template.Must(template.ParseFS(pageFiles, "pages/challenge.html"))
+
+// challengePageData fills the page a person sees while a palm challenge is open: the
+// agent owner's registration page and the login page.
+type challengePageData struct {
+	Title       string
+	Lines       []template.HTML
+	Status      palm.Status
+	StatusClass string
+	Outcome     string
+	QR          template.URL
+	ScanURL     string
+	ExpiresAt   string
+	Dev         bool
+	DevScanURL  string
+	Nonce       string
+	CSPNonce    string
+}
+
+// challengeJSON is the page's JSON form (Accept: application/json), which its own
+// script polls.
+type challengeJSON struct {
+	SessionID     string        `json:"sessionId,omitempty"`
+	AuthRequestID string        `json:"authRequestId,omitempty"`
+	DeviceID      string        `json:"deviceId,omitempty"`
+	ChallengeID   string        `json:"challengeId"`
+	Nonce         string        `json:"nonce"`
+	ScanURL       string        `json:"scanUrl"`
+	Status        palm.Status   `json:"status"`
+	ExpiresAt     jsontime.Time `json:"expiresAt"`
+}
+
+// wantsJSON reports whether the client asked for JSON rather than a page.
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+// renderChallengePage writes the HTML page of an open or ended challenge, with a
+// strict Content-Security-Policy: no external source, inline code only by nonce.
+func (a *App) renderChallengePage(w http.ResponseWriter, r *http.Request, c *palm.Challenge, d challengePageData) {
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		a.writeError(w, r, fmt.Errorf("generating CSP nonce: %w", err))
+		return
+	}
+	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
+	d.Status = c.Status
+	d.ScanURL = a.palm.ScanURL(c)
+	d.ExpiresAt = time2clock(c.ExpiresAt)
+	if c.Status == palm.StatusPending {
+		png, err := qrcode.Encode(d.ScanURL, qrcode.Medium, 256)
+		if err != nil {
+			a.writeError(w, r, fmt.Errorf("encoding QR code: %w", err))
+			return
+		}
+		d.QR = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))
+		if a.palm.Dev() {
+			d.Dev, d.Nonce = true, c.Nonce
+			d.DevScanURL = "/v1/palm/challenges/" + c.ID + "/dev-scan"
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; img-src data:; style-src 'nonce-"+d.CSPNonce+"'; script-src 'nonce-"+d.CSPNonce+"'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	if err := challengePage.Execute(w, d); err != nil {
+		a.logger.Debug("writing challenge page")
+	}
+}
+
+func time2clock(t jsontime.Time) string { return t.Format()[11:19] }

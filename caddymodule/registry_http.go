@@ -1,0 +1,126 @@
+package caddymodule
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/palmgate/palmgate/core/agent"
+)
+
+// registrationSession is the 201 answer of registration init.
+type registrationSession struct {
+	SessionID       string     `json:"sessionId"`
+	RegistrationURL string     `json:"registrationUrl"`
+	ExpiresAt       agent.Time `json:"expiresAt"`
+}
+
+// registrationStatus is the answer of the status endpoint.
+type registrationStatus struct {
+	Status       agent.SessionStatus `json:"status"`
+	DeviceID     string              `json:"deviceId,omitempty"`
+	Registration *registration       `json:"registration,omitempty"`
+}
+
+type registration struct {
+	PublicKey    string     `json:"publicKey"`
+	RegisteredAt agent.Time `json:"registeredAt"`
+}
+
+// readChallenge reads and parses an AgentChallenge body.
+func readChallenge(w http.ResponseWriter, r *http.Request) (*agent.Challenge, error) {
+	body, apiErr := readJSONBody(w, r)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return agent.ParseChallenge(body)
+}
+
+func (a *App) handleRegisterInit(w http.ResponseWriter, r *http.Request) {
+	c, err := readChallenge(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	session, err := a.agents.Init(r.Context(), c)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, registrationSession{
+		SessionID:       session.ID,
+		RegistrationURL: a.agents.RegistrationURL(session.ID),
+		ExpiresAt:       session.ExpiresAt,
+	})
+}
+
+func (a *App) handleRegisterStatus(w http.ResponseWriter, r *http.Request) {
+	session, err := a.agents.Session(r.Context(), r.PathValue("sessionId"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	answer := registrationStatus{Status: session.Status}
+	if session.Status == agent.SessionCompleted {
+		answer.DeviceID = session.DeviceID
+		answer.Registration = &registration{PublicKey: session.PublicKey, RegisteredAt: session.RegisteredAt}
+	}
+	writeJSON(w, http.StatusOK, answer)
+}
+
+func (a *App) handleVerifySignature(w http.ResponseWriter, r *http.Request) {
+	c, err := readChallenge(w, r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	check, err := a.agents.VerifySignature(r.Context(), c)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, check)
+}
+
+func (a *App) handleLookupDevice(w http.ResponseWriter, r *http.Request) {
+	lookup, err := a.agents.LookupDevice(r.Context(), r.PathValue("deviceId"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lookup)
+}
+
+func (a *App) handleLookupPublicKey(w http.ResponseWriter, r *http.Request) {
+	key, err := agent.ParsePublicKey(r.PathValue("publicKey"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	lookup, err := a.agents.LookupPublicKey(r.Context(), key)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lookup)
+}
+
+func (a *App) handleLeaderboard(w http.ResponseWriter, r *http.Request) {
+	limit := agent.DefaultLeaderboardLimit
+	if s := r.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > agent.MaxLeaderboardLimit {
+			writeJSON(w, http.StatusBadRequest, &apiError{
+				Message: "limit must be an integer from 1 to " + strconv.Itoa(agent.MaxLeaderboardLimit),
+				Code:    agent.CodeInvalidField, Details: map[string]any{"field": "limit"},
+			})
+			return
+		}
+		limit = n
+	}
+	entries, err := a.agents.Leaderboard(r.Context(), limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, entries)
+}

@@ -1,0 +1,50 @@
+package caddymodule
+
+import (
+	"html/template"
+	"net/http"
+
+	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/palm"
+)
+
+// handleRegisterPage is the agent owner's page at registrationUrl: the QR code of the
+// session's palm challenge, or, with Accept: application/json, the challenge as JSON.
+func (a *App) handleRegisterPage(w http.ResponseWriter, r *http.Request) {
+	session, err := a.agents.Session(r.Context(), r.PathValue("sessionId"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	c, err := a.agents.Challenge(r.Context(), session)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusOK, challengeJSON{
+			SessionID: session.ID, DeviceID: session.DeviceID, ChallengeID: c.ID, Nonce: c.Nonce,
+			ScanURL: a.palm.ScanURL(c), Status: c.Status, ExpiresAt: c.ExpiresAt,
+		})
+		return
+	}
+	d := challengePageData{
+		Title: "Register an agent",
+		Lines: []template.HTML{
+			template.HTML("An agent asks to be registered as yours: <b><code>" + template.HTMLEscapeString(session.DeviceID) + "</code></b>"),
+			"Verify with your palm to confirm that you own it.",
+		},
+	}
+	switch session.Status {
+	case agent.SessionCompleted:
+		d.StatusClass, d.Outcome = "ok", "Registered. The agent now appears under your identity."
+	case agent.SessionFailed:
+		d.StatusClass, d.Outcome = "bad", "Registration failed: it was declined, or this agent was registered by another session."
+	case agent.SessionExpired:
+		d.StatusClass, d.Outcome = "bad", "This registration request has expired. Ask the agent to start again."
+	}
+	if c.Status != palm.StatusPending && d.Outcome == "" {
+		d.StatusClass, d.Outcome = "bad", "This request is closed."
+	}
+	a.renderChallengePage(w, r, c, d)
+}

@@ -1,0 +1,317 @@
+// Package agent is the agent registry: an agent proves control of an Ed25519 key, a
+// human owner completes a palm verification, and anyone can verify signatures, look
+// agents up and read the leaderboard of humans by agent count.
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/palmgate/palmgate/core/jsontime"
+	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage"
+)
+
+// retention is how long a session stays readable after it expires.
+const retention = 24 * time.Hour
+
+// Time is the JSON time of registry answers.
+type Time = jsontime.Time
+
+// SessionStatus is the state of a registration session.
+type SessionStatus string
+
+// The states of a registration session.
+const (
+	SessionPending   SessionStatus = "pending"
+	SessionCompleted SessionStatus = "completed"
+	SessionExpired   SessionStatus = "expired"
+	SessionFailed    SessionStatus = "failed"
+)
+
+// Session is a registration session: created by init, ended by the owner's palm
+// verification (or its denial, or time).
+type Session struct {
+	ID           string        `json:"id"`
+	DeviceID     string        `json:"deviceId"`
+	PublicKey    string        `json:"publicKey"`
+	Status       SessionStatus `json:"status"`
+	ChallengeID  string        `json:"challengeId"`
+	ExpiresAt    Time          `json:"expiresAt"`
+	RegisteredAt Time          `json:"registeredAt,omitzero"`
+}
+
+// StatusAt is the session's status at time now.
+func (s *Session) StatusAt(now time.Time) SessionStatus {
+	if s.Status == SessionPending && !now.Before(time.Time(s.ExpiresAt)) {
+		return SessionExpired
+	}
+	return s.Status
+}
+
+// Registered is a registered agent.
+type Registered struct {
+	PublicKey    string `json:"publicKey"`
+	HumanID      string `json:"humanId"`
+	RegisteredAt Time   `json:"registeredAt"`
+}
+
+// humanStats is what the leaderboard knows of one human.
+type humanStats struct {
+	AgentCount int64     `json:"agentCount"`
+	Earliest   time.Time `json:"earliest"`
+}
+
+// Service is the agent registry.
+type Service struct {
+	store           storage.Store
+	palm            *palm.Service
+	now             func() time.Time
+	issuer          string
+	sessionTTL      time.Duration
+	challengeMaxAge time.Duration
+}
+
+// Config builds a Service.
+type Config struct {
+	Store storage.Store
+	Palm  *palm.Service
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Issuer is the public base URL, used to build registration URLs.
+	Issuer string
+	// SessionTTL is the lifetime of a registration session.
+	SessionTTL time.Duration
+	// ChallengeMaxAge is the accepted age of challenge timestamps, both directions.
+	ChallengeMaxAge time.Duration
+}
+
+// NewService builds the registry and registers its palm challenge outcome.
+func NewService(cfg Config) *Service {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Service{
+		store: cfg.Store, palm: cfg.Palm, now: now, issuer: cfg.Issuer,
+		sessionTTL: cfg.SessionTTL, challengeMaxAge: cfg.ChallengeMaxAge,
+	}
+	cfg.Palm.Handle(palm.PurposeAgentRegistration, outcome{s})
+	return s
+}
+
+// RegistrationURL is the page where the human owner completes session id.
+func (s *Service) RegistrationURL(id string) string {
+	return s.issuer + "/v1/agent/register/" + id + "/verify"
+}
+
+// Init starts a registration: it checks the challenge's registration form, age and
+// signature, refuses a replayed message and an already registered deviceId or key,
+// and stores the session and its palm challenge in one transaction.
+func (s *Service) Init(ctx context.Context, c *Challenge) (*Session, error) {
+	now := s.now()
+	if err := c.checkRegistrationForm(now, s.challengeMaxAge); err != nil {
+		return nil, err
+	}
+	session := &Session{
+		ID:        uuid.NewString(),
+		DeviceID:  c.DeviceID,
+		PublicKey: EncodePublicKey(c.PublicKey),
+		Status:    SessionPending,
+		ExpiresAt: Time(now.Add(s.sessionTTL).UTC()),
+	}
+	ch, err := s.palm.New(palm.PurposeAgentRegistration, session.ID, palm.Request{DeviceID: c.DeviceID}, s.sessionTTL)
+	if err != nil {
+		return nil, err
+	}
+	session.ChallengeID = ch.ID
+	replay := replayKey(messageSum(c))
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		if _, err := txn.Get(replay); err == nil {
+			return &Error{Kind: ErrInvalid, Code: CodeReplayed, Message: "this signed message was already used"}
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if err := checkUnregistered(txn, c.DeviceID, c.PublicKey); err != nil {
+			return err
+		}
+		// The marker outlives every timestamp the age window still accepts.
+		if err := txn.Set(replay, nil, 2*s.challengeMaxAge+time.Minute); err != nil {
+			return err
+		}
+		if err := putSession(txn, session, s.sessionTTL+retention); err != nil {
+			return err
+		}
+		return s.palm.PutChallenge(txn, ch)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return session, nil
+}
+
+func messageSum(c *Challenge) []byte {
+	h := sha256.New()
+	h.Write(c.PublicKey)
+	h.Write([]byte(c.Message))
+	return h.Sum(nil)
+}
+
+// checkUnregistered returns ErrAlreadyRegistered when the device or key is taken.
+func checkUnregistered(txn storage.Txn, deviceID string, key []byte) error {
+	for _, k := range [][]byte{deviceKey(deviceID), publicKeyKey(key)} {
+		_, err := txn.Get(k)
+		if err == nil {
+			return &Error{Kind: ErrAlreadyRegistered, Code: CodeAlreadyRegistered, Message: "an agent with this deviceId or publicKey is already registered"}
+		}
+		if !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Session returns a registration session with its status as of now.
+func (s *Service) Session(ctx context.Context, id string) (*Session, error) {
+	var session *Session
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		var err error
+		session, err = getSession(txn, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	session.Status = session.StatusAt(s.now())
+	return session, nil
+}
+
+// Challenge returns the palm challenge of a session, for the owner's page.
+func (s *Service) Challenge(ctx context.Context, session *Session) (*palm.Challenge, error) {
+	var c *palm.Challenge
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		var err error
+		c, err = palm.GetChallenge(txn, session.ChallengeID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.Status = c.StatusAt(s.now())
+	return c, nil
+}
+
+func getSession(txn storage.Txn, id string) (*Session, error) {
+	notFound := &Error{Kind: ErrSessionNotFound, Code: CodeSessionNotFound, Message: "registration session not found"}
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return nil, notFound
+	}
+	b, err := txn.Get(sessionKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var session Session
+	if err := json.Unmarshal(b, &session); err != nil {
+		return nil, fmt.Errorf("decoding registration session %s: %w", id, err)
+	}
+	return &session, nil
+}
+
+func putSession(txn storage.Txn, session *Session, ttl time.Duration) error {
+	b, err := json.Marshal(session)
+	if err != nil {
+		return fmt.Errorf("encoding registration session: %w", err)
+	}
+	return txn.Set(sessionKey(session.ID), b, ttl)
+}
+
+// outcome ends registration sessions when their palm challenge ends.
+type outcome struct{ s *Service }
+
+// Verified registers the session's agent under humanID, unless its deviceId or key
+// was registered meanwhile, which fails the session.
+func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) error {
+	session, err := getSession(txn, c.Ref)
+	if err != nil {
+		return err
+	}
+	if session.Status != SessionPending {
+		return nil
+	}
+	key, err := ParsePublicKey(session.PublicKey)
+	if err != nil {
+		return err
+	}
+	now := o.s.now().UTC()
+	err = checkUnregistered(txn, session.DeviceID, key)
+	switch {
+	case errors.Is(err, ErrAlreadyRegistered):
+		session.Status = SessionFailed
+	case err != nil:
+		return err
+	default:
+		if err := register(txn, session.DeviceID, key, Registered{PublicKey: session.PublicKey, HumanID: humanID, RegisteredAt: Time(now)}); err != nil {
+			return err
+		}
+		session.Status, session.RegisteredAt = SessionCompleted, Time(now)
+	}
+	return putSession(txn, session, time.Time(session.ExpiresAt).Sub(now)+retention)
+}
+
+// Denied fails the session.
+func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
+	session, err := getSession(txn, c.Ref)
+	if err != nil {
+		return err
+	}
+	if session.Status != SessionPending {
+		return nil
+	}
+	session.Status = SessionFailed
+	return putSession(txn, session, time.Time(session.ExpiresAt).Sub(o.s.now())+retention)
+}
+
+// register writes the agent, its key index and the human's leaderboard entry.
+func register(txn storage.Txn, deviceID string, key []byte, r Registered) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := txn.Set(deviceKey(deviceID), b, 0); err != nil {
+		return err
+	}
+	if err := txn.Set(publicKeyKey(key), []byte(deviceID), 0); err != nil {
+		return err
+	}
+	var stats humanStats
+	switch b, err := txn.Get(humanKey(r.HumanID)); {
+	case err == nil:
+		if err := json.Unmarshal(b, &stats); err != nil {
+			return fmt.Errorf("decoding human %s: %w", r.HumanID, err)
+		}
+		if err := txn.Delete(leaderboardKey(stats, r.HumanID)); err != nil {
+			return err
+		}
+	case errors.Is(err, storage.ErrNotFound):
+		stats.Earliest = time.Time(r.RegisteredAt)
+	default:
+		return err
+	}
+	stats.AgentCount++
+	if b, err = json.Marshal(stats); err != nil {
+		return err
+	}
+	if err := txn.Set(humanKey(r.HumanID), b, 0); err != nil {
+		return err
+	}
+	return txn.Set(leaderboardKey(stats, r.HumanID), nil, 0)
+}

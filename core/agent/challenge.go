@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds of the strings of a challenge.
+const (
+	MaxDeviceIDLen  = 256
+	MaxMessageLen   = 4096
+	maxEncodedField = 512
+)
+
+// Challenge is a parsed, well-formed AgentChallenge: the agent's proof that it
+// controls an Ed25519 key. Parsing checks types and encodings; Verify checks the
+// signature.
+type Challenge struct {
+	DeviceID  string
+	PublicKey ed25519.PublicKey
+	Message   string
+	Signature []byte
+	Timestamp int64
+}
+
+// wireChallenge is the JSON body; pointers tell a missing field from a zero one.
+type wireChallenge struct {
+	DeviceID  *string `json:"deviceId"`
+	PublicKey *string `json:"publicKey"`
+	Message   *string `json:"message"`
+	Signature *string `json:"signature"`
+	Timestamp *int64  `json:"timestamp"`
+}
+
+// ParseChallenge decodes and validates an AgentChallenge JSON body: all five fields
+// present with the right types, a bounded printable deviceId, an Ed25519 key as
+// base64 DER SPKI and a 64-byte base64 signature.
+func ParseChallenge(body []byte) (*Challenge, error) {
+	// encoding/json silently replaces invalid UTF-8 in strings with U+FFFD, which
+	// would register (or verify) a deviceId or message other than the one sent.
+	if !utf8.Valid(body) {
+		return nil, invalid(CodeInvalidBody, "", "body is not valid UTF-8")
+	}
+	var w wireChallenge
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&w); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return nil, invalid(CodeInvalidField, typeErr.Field, "field %s has the wrong type", typeErr.Field)
+		}
+		return nil, invalid(CodeInvalidBody, "", "body is not a JSON object: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, invalid(CodeInvalidBody, "", "body has data after the JSON object")
+	}
+	for _, f := range []struct {
+		name    string
+		missing bool
+	}{
+		{"deviceId", w.DeviceID == nil}, {"publicKey", w.PublicKey == nil}, {"message", w.Message == nil},
+		{"signature", w.Signature == nil}, {"timestamp", w.Timestamp == nil},
+	} {
+		if f.missing {
+			return nil, invalid(CodeMissingField, f.name, "field %s is required", f.name)
+		}
+	}
+	if err := ValidateDeviceID(*w.DeviceID); err != nil {
+		return nil, err
+	}
+	if *w.Message == "" || len(*w.Message) > MaxMessageLen || !utf8.ValidString(*w.Message) {
+		return nil, invalid(CodeInvalidField, "message", "message must be 1 to %d bytes of UTF-8", MaxMessageLen)
+	}
+	key, err := ParsePublicKey(*w.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := decodeBase64(*w.Signature)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return nil, invalid(CodeInvalidSignature, "signature", "signature must be %d bytes, base64", ed25519.SignatureSize)
+	}
+	if *w.Timestamp <= 0 {
+		return nil, invalid(CodeInvalidField, "timestamp", "timestamp must be positive milliseconds since the Unix epoch")
+	}
+	return &Challenge{DeviceID: *w.DeviceID, PublicKey: key, Message: *w.Message, Signature: sig, Timestamp: *w.Timestamp}, nil
+}
+
+// ValidateDeviceID checks that id is 1 to MaxDeviceIDLen bytes of printable UTF-8.
+func ValidateDeviceID(id string) error {
+	if id == "" || len(id) > MaxDeviceIDLen || !utf8.ValidString(id) || strings.IndexFunc(id, notPrintable) >= 0 {
+		return invalid(CodeInvalidField, "deviceId", "deviceId must be 1 to %d bytes of printable UTF-8", MaxDeviceIDLen)
+	}
+	return nil
+}
+
+func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
+
+// ParsePublicKey decodes an Ed25519 public key given as DER SubjectPublicKeyInfo in
+// standard or URL-safe base64, padded or not.
+func ParsePublicKey(s string) (ed25519.PublicKey, error) {
+	der, err := decodeBase64(s)
+	if err != nil {
+		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not base64")
+	}
+	key, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not a DER SubjectPublicKeyInfo")
+	}
+	edKey, ok := key.(ed25519.PublicKey)
+	if !ok {
+		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey must be an Ed25519 key")
+	}
+	return edKey, nil
+}
+
+// EncodePublicKey is the canonical form of a key: standard base64 of its DER SPKI.
+func EncodePublicKey(key ed25519.PublicKey) string {
+	der, _ := x509.MarshalPKIXPublicKey(key) // cannot fail for an Ed25519 key
+	return base64.StdEncoding.EncodeToString(der)
+}
+
+// decodeBase64 accepts standard and URL-safe alphabets, with or without padding.
+func decodeBase64(s string) ([]byte, error) {
+	if len(s) == 0 || len(s) > maxEncodedField {
+		return nil, errors.New("empty or too long")
+	}
+	s = strings.TrimRight(s, "=")
+	if strings.ContainsAny(s, "-_") {
+		return base64.RawURLEncoding.DecodeString(s)
+	}
+	return base64.RawStdEncoding.DecodeString(s)
+}
+
+// Verify reports whether the signature is valid for the message and key.
+func (c *Challenge) Verify() bool {
+	return ed25519.Verify(c.PublicKey, []byte(c.Message), c.Signature)
+}
+
+// checkRegistrationForm checks the registration rules: message
+// `<prefix>-register-<timestamp_ms>` with the same timestamp as the field, a
+// timestamp within maxAge of now in either direction, and a valid signature.
+func (c *Challenge) checkRegistrationForm(now time.Time, maxAge time.Duration) error {
+	i := strings.LastIndex(c.Message, "-register-")
+	if i <= 0 {
+		return invalid(CodeInvalidMessage, "message", "message must have the form <prefix>-register-<timestamp_ms>")
+	}
+	digits := c.Message[i+len("-register-"):]
+	ts, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || digits == "" || digits[0] == '+' || digits[0] == '-' {
+		return invalid(CodeInvalidMessage, "message", "message must end with the timestamp in milliseconds")
+	}
+	if ts != c.Timestamp {
+		return invalid(CodeTimestampMismatch, "timestamp", "the message's timestamp differs from the timestamp field")
+	}
+	age := now.Sub(time.UnixMilli(c.Timestamp))
+	if age > maxAge || age < -maxAge {
+		return invalid(CodeTimestampWindow, "timestamp", "timestamp is more than %s away from the server's clock", maxAge)
+	}
+	if !c.Verify() {
+		return invalid(CodeSignatureMismatch, "signature", "signature does not verify for this publicKey and message")
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package agent
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"time"
+)
+
+// The storage layout of this package:
+//
+//	agent/s/{sessionId}        -> session (JSON), kept a day past its expiry
+//	agent/m/{sha256(key, msg)} -> replay marker of an accepted registration message
+//	agent/d/{deviceId}         -> registered agent (JSON)
+//	agent/k/{hex public key}   -> deviceId of the agent registered with that key
+//	agent/h/{humanId}          -> the human's agent count and first registration (JSON)
+//	agent/lb/{^count}{earliest ms}{humanId} -> empty: the leaderboard index, in order
+//
+// The leaderboard index is rewritten for one human at each registration, so reading
+// the top N is a prefix scan of N keys.
+
+func sessionKey(id string) []byte      { return []byte("agent/s/" + id) }
+func replayKey(sum []byte) []byte      { return append([]byte("agent/m/"), sum...) }
+func deviceKey(deviceID string) []byte { return []byte("agent/d/" + deviceID) }
+func publicKeyKey(key []byte) []byte   { return []byte("agent/k/" + hex.EncodeToString(key)) }
+func humanKey(humanID string) []byte   { return []byte("agent/h/" + humanID) }
+func leaderboardPrefix() []byte        { return []byte("agent/lb/") }
+func leaderboardKey(h humanStats, humanID string) []byte {
+	k := leaderboardPrefix()
+	k = binary.BigEndian.AppendUint64(k, math.MaxUint64-uint64(h.AgentCount))
+	k = binary.BigEndian.AppendUint64(k, uint64(h.Earliest.UnixMilli()))
+	return append(k, humanID...)
+}
+
+// parseLeaderboardKey is the inverse of leaderboardKey.
+func parseLeaderboardKey(k []byte) (LeaderboardEntry, bool) {
+	k = k[len(leaderboardPrefix()):]
+	if len(k) < 16 {
+		return LeaderboardEntry{}, false
+	}
+	return LeaderboardEntry{
+		AgentCount:           int64(math.MaxUint64 - binary.BigEndian.Uint64(k)),
+		EarliestRegisteredAt: Time(time.UnixMilli(int64(binary.BigEndian.Uint64(k[8:])))),
+		HumanID:              string(k[16:]),
+	}, true
+}

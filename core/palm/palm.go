@@ -1,0 +1,325 @@
+// Package palm runs palm challenges: a person is asked to verify with a palm scan on a
+// mobile app, and the palm-matching engine behind the app (a trusted "attestor")
+// vouches for the result with a signed assertion. Verified assertions map to humans,
+// which the login and the agent registry share. No biometric material ever enters
+// this package: an attestor names a person by an opaque palm subject.
+package palm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/palmgate/palmgate/core/jsontime"
+	"github.com/palmgate/palmgate/storage"
+)
+
+// Purpose says what a challenge is for.
+type Purpose string
+
+// The purposes a challenge can have.
+const (
+	PurposeLogin             Purpose = "login"
+	PurposeAgentRegistration Purpose = "agent_registration"
+)
+
+// Status is the state of a challenge.
+type Status string
+
+// The states of a challenge. Only pending challenges can change.
+const (
+	StatusPending  Status = "pending"
+	StatusVerified Status = "verified"
+	StatusDenied   Status = "denied"
+	StatusExpired  Status = "expired"
+)
+
+// Errors of challenge completion; the HTTP edge maps each to its status code.
+var (
+	ErrNotFound      = errors.New("palm challenge not found")
+	ErrNotPending    = errors.New("palm challenge is no longer pending")
+	ErrExpired       = errors.New("palm challenge has expired")
+	ErrMalformed     = errors.New("malformed palm assertion")
+	ErrBadAssertion  = errors.New("palm assertion refused")
+	ErrNoDevAttestor = errors.New("simulated palm scans are off (dev mode only)")
+)
+
+// retention is how long a challenge stays readable after it expires, so that pages
+// and pollers see "expired" rather than "not found".
+const retention = 24 * time.Hour
+
+// Request says what the person is asked to approve; it is shown to them by the app.
+type Request struct {
+	ClientName string   `json:"clientName,omitempty"`
+	Scopes     []string `json:"scopes,omitempty"`
+	DeviceID   string   `json:"deviceId,omitempty"`
+}
+
+// Challenge is one palm verification request.
+type Challenge struct {
+	ID        string        `json:"challengeId"`
+	Nonce     string        `json:"nonce"`
+	Purpose   Purpose       `json:"purpose"`
+	Status    Status        `json:"status"`
+	ExpiresAt jsontime.Time `json:"expiresAt"`
+	Request   Request       `json:"request"`
+	// Ref names the record the challenge belongs to (an authorization request or a
+	// registration session); it is not shown to the app.
+	Ref string `json:"-"`
+	// HumanID is set once the challenge is verified.
+	HumanID string `json:"-"`
+}
+
+// record is the stored form of a Challenge (with the fields hidden from JSON output).
+type record struct {
+	Challenge
+	Ref     string `json:"ref"`
+	HumanID string `json:"humanId,omitempty"`
+}
+
+// StatusAt is the challenge's status at time now: a pending challenge past its
+// expiry is expired.
+func (c *Challenge) StatusAt(now time.Time) Status {
+	if c.Status == StatusPending && !now.Before(time.Time(c.ExpiresAt)) {
+		return StatusExpired
+	}
+	return c.Status
+}
+
+// Outcome receives the end of a challenge, inside the transaction that records it, so
+// that the purpose's own records change in the same atomic write.
+type Outcome interface {
+	// Verified is called when the challenge has been verified by humanID.
+	Verified(txn storage.Txn, c *Challenge, humanID string) error
+	// Denied is called when the person declined the challenge.
+	Denied(txn storage.Txn, c *Challenge) error
+}
+
+// Service creates and completes palm challenges.
+type Service struct {
+	store    storage.Store
+	now      func() time.Time
+	issuer   string
+	verifier *Verifier
+	dev      *DevAttestor
+	outcomes map[Purpose]Outcome
+}
+
+// Config builds a Service.
+type Config struct {
+	Store storage.Store
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Issuer is the service's public base URL, the audience of assertions.
+	Issuer string
+	// Attestors are the trusted palm engines.
+	Attestors []Attestor
+	// Dev adds a built-in attestor for simulated scans.
+	Dev bool
+}
+
+// NewService builds a Service from its configuration.
+func NewService(cfg Config) (*Service, error) {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	attestors := cfg.Attestors
+	var dev *DevAttestor
+	if cfg.Dev {
+		var err error
+		if dev, err = NewDevAttestor(cfg.Issuer, now); err != nil {
+			return nil, err
+		}
+		attestors = append(append([]Attestor(nil), attestors...), dev.Attestor())
+	}
+	if len(attestors) == 0 {
+		return nil, errors.New("no palm attestor is configured and dev mode is off: no palm scan could ever complete")
+	}
+	verifier, err := NewVerifier(cfg.Issuer, attestors, now)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		store:    cfg.Store,
+		now:      now,
+		issuer:   cfg.Issuer,
+		verifier: verifier,
+		dev:      dev,
+		outcomes: map[Purpose]Outcome{},
+	}, nil
+}
+
+// Handle registers what happens when a challenge of purpose p ends. Call it before
+// serving requests.
+func (s *Service) Handle(p Purpose, o Outcome) { s.outcomes[p] = o }
+
+// Dev reports whether simulated palm scans are available.
+func (s *Service) Dev() bool { return s.dev != nil }
+
+// New returns a fresh pending challenge; PutChallenge stores it, usually in the same
+// transaction as the record named by ref.
+func (s *Service) New(purpose Purpose, ref string, req Request, ttl time.Duration) (*Challenge, error) {
+	nonce := make([]byte, 18)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("generating challenge nonce: %w", err)
+	}
+	return &Challenge{
+		ID:        uuid.NewString(),
+		Nonce:     base64.RawURLEncoding.EncodeToString(nonce),
+		Purpose:   purpose,
+		Status:    StatusPending,
+		ExpiresAt: jsontime.Time(s.now().Add(ttl).UTC()),
+		Request:   req,
+		Ref:       ref,
+	}, nil
+}
+
+// ScanURL is the URL the QR code encodes: the mobile app opens it to learn what is
+// asked, and completes the challenge at its assertion endpoint.
+func (s *Service) ScanURL(c *Challenge) string {
+	return s.issuer + "/v1/palm/challenges/" + c.ID + "?nonce=" + c.Nonce
+}
+
+// PutChallenge stores c in txn. The record outlives the challenge by a day.
+func (s *Service) PutChallenge(txn storage.Txn, c *Challenge) error {
+	return putChallenge(txn, c, time.Time(c.ExpiresAt).Sub(s.now())+retention)
+}
+
+func putChallenge(txn storage.Txn, c *Challenge, ttl time.Duration) error {
+	b, err := json.Marshal(record{Challenge: *c, Ref: c.Ref, HumanID: c.HumanID})
+	if err != nil {
+		return fmt.Errorf("encoding palm challenge: %w", err)
+	}
+	if ttl <= 0 {
+		ttl = time.Second
+	}
+	return txn.Set(challengeKey(c.ID), b, ttl)
+}
+
+// GetChallenge reads a challenge in txn, or returns ErrNotFound.
+func GetChallenge(txn storage.Txn, id string) (*Challenge, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
+	}
+	b, err := txn.Get(challengeKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decoding palm challenge %s: %w", id, err)
+	}
+	c := r.Challenge
+	c.Ref, c.HumanID = r.Ref, r.HumanID
+	return &c, nil
+}
+
+// Lookup returns the challenge id for the mobile app, which must know its nonce.
+func (s *Service) Lookup(ctx context.Context, id, nonce string) (*Challenge, error) {
+	var c *Challenge
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		var err error
+		c, err = GetChallenge(txn, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !nonceEqual(c.Nonce, nonce) {
+		return nil, ErrNotFound
+	}
+	c.Status = c.StatusAt(s.now())
+	return c, nil
+}
+
+// Complete verifies an assertion (a compact JWS from a trusted attestor) for
+// challenge id, and on success records the verified challenge, the human and the
+// purpose's outcome in one transaction. Each challenge completes at most once.
+func (s *Service) Complete(ctx context.Context, id, assertion string) (*Challenge, error) {
+	claims, err := s.verifier.Verify(assertion)
+	if err != nil {
+		return nil, err
+	}
+	if claims.Challenge != id {
+		return nil, fmt.Errorf("%w: assertion is for another challenge", ErrBadAssertion)
+	}
+	return s.finish(ctx, id, claims.Nonce, ErrBadAssertion, func(txn storage.Txn, c *Challenge) error {
+		humanID, err := s.humanFor(txn, claims.Issuer, claims.Subject)
+		if err != nil {
+			return err
+		}
+		c.Status, c.HumanID = StatusVerified, humanID
+		if o := s.outcomes[c.Purpose]; o != nil {
+			return o.Verified(txn, c, humanID)
+		}
+		return nil
+	})
+}
+
+// Deny records that the person declined challenge id.
+func (s *Service) Deny(ctx context.Context, id, nonce string) (*Challenge, error) {
+	return s.finish(ctx, id, nonce, ErrNotFound, func(txn storage.Txn, c *Challenge) error {
+		c.Status = StatusDenied
+		if o := s.outcomes[c.Purpose]; o != nil {
+			return o.Denied(txn, c)
+		}
+		return nil
+	})
+}
+
+// DevScan completes challenge id as if the palm engine had recognised palmSubject.
+// It exists only in dev mode.
+func (s *Service) DevScan(ctx context.Context, id, nonce, palmSubject string) (*Challenge, error) {
+	if s.dev == nil {
+		return nil, ErrNoDevAttestor
+	}
+	if _, err := s.Lookup(ctx, id, nonce); err != nil {
+		return nil, err
+	}
+	assertion, err := s.dev.Sign(id, nonce, palmSubject)
+	if err != nil {
+		return nil, err
+	}
+	return s.Complete(ctx, id, assertion)
+}
+
+// finish moves a pending challenge to its end state in one transaction; a nonce that
+// does not match the challenge's gives wrongNonce.
+func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error, end func(storage.Txn, *Challenge) error) (*Challenge, error) {
+	var done *Challenge
+	err := s.store.Update(ctx, func(txn storage.Txn) error {
+		c, err := GetChallenge(txn, id)
+		if err != nil {
+			return err
+		}
+		if !nonceEqual(c.Nonce, nonce) {
+			return wrongNonce
+		}
+		switch c.StatusAt(s.now()) {
+		case StatusPending:
+		case StatusExpired:
+			return ErrExpired
+		default:
+			return ErrNotPending
+		}
+		if err := end(txn, c); err != nil {
+			return err
+		}
+		done = c
+		return putChallenge(txn, c, time.Time(c.ExpiresAt).Sub(s.now())+retention)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return done, nil
+}
