@@ -7,8 +7,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha512"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -197,6 +199,7 @@ func TestVerifierRefuses(t *testing.T) {
 		{"ES256 token for the Ed25519 attestor", es.sign(t, valid())},
 		{"EdDSA token for the P-256 attestor", ed.sign(t, with(func(c jwt.MapClaims) { c["iss"] = es.name }))},
 		{"ES384 token for the P-256 attestor", signJWS(t, jwt.SigningMethodES384, mustP384(t), with(func(c jwt.MapClaims) { c["iss"] = es.name }))},
+		{"ES384 token signed by the P-256 attestor's own key", es384WithP256(t, es.priv.(*ecdsa.PrivateKey), with(func(c jwt.MapClaims) { c["iss"] = es.name }))},
 		{"alg none", none},
 		{"HS256 with the raw public key", signJWS(t, jwt.SigningMethodHS256, []byte(edPub), valid())},
 		{"HS256 with the SPKI bytes", signJWS(t, jwt.SigningMethodHS256, edDER, valid())},
@@ -222,6 +225,28 @@ func TestVerifierRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// es384WithP256 signs claims as ES384 with a P-256 key, which the JWT library
+// verifies when the algorithm is not pinned to the key's type (it does not check
+// the curve on verification).
+func es384WithP256(t *testing.T, priv *ecdsa.PrivateKey, claims jwt.MapClaims) string {
+	t.Helper()
+	enc := base64.RawURLEncoding
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signing := enc.EncodeToString([]byte(`{"alg":"ES384","typ":"JWT"}`)) + "." + enc.EncodeToString(payload)
+	digest := sha512.Sum384([]byte(signing))
+	r, s, err := ecdsa.Sign(rand.Reader, priv, digest[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := make([]byte, 96)
+	r.FillBytes(sig[:48])
+	s.FillBytes(sig[48:])
+	return signing + "." + enc.EncodeToString(sig)
 }
 
 func mustP384(t *testing.T) *ecdsa.PrivateKey {
