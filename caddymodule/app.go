@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
@@ -90,6 +92,8 @@ type App struct {
 	storeKey string
 	palm     *palm.Service
 	agents   *agent.Service
+	keys     *keys.Set
+	oidc     *oidc.Service
 	mux      *http.ServeMux
 	logger   *zap.Logger
 }
@@ -181,6 +185,23 @@ func (a *App) Provision(ctx caddy.Context) error {
 		SessionTTL:      time.Duration(a.RegistrationSessionTTL),
 		ChallengeMaxAge: time.Duration(a.ChallengeMaxAge),
 	})
+	if a.keys, err = keys.Open(ctx, a.store, nil); err != nil {
+		return fmt.Errorf("loading signing keys: %w", err)
+	}
+	clients := make([]oidc.Client, len(a.Clients))
+	for i, c := range a.Clients {
+		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector}
+	}
+	a.oidc, err = oidc.NewService(ctx, oidc.Config{
+		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: clients,
+		PairwiseSecret: a.PairwiseSecret,
+		AccessTTL:      time.Duration(a.AccessTokenTTL),
+		RefreshTTL:     time.Duration(a.RefreshTokenTTL),
+		CodeTTL:        time.Duration(a.AuthCodeTTL),
+	})
+	if err != nil {
+		return err
+	}
 	a.mux = a.routes()
 	if a.Dev {
 		a.logger.Warn("palmgate dev mode: palm scans can be simulated; never use it in production")

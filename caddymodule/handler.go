@@ -1,7 +1,7 @@
 package caddymodule
 
 import (
-	"fmt"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -36,8 +36,11 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // Provision finds the palmgate app.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	app, err := ctx.AppIfConfigured("palmgate")
+	if errors.Is(err, caddy.ErrNotConfigured) {
+		return errors.New("the palmgate directive needs the palmgate global option (at least its issuer)")
+	}
 	if err != nil {
-		return fmt.Errorf("the palmgate directive needs the palmgate global option (at least its issuer): %w", err)
+		return err
 	}
 	h.app = app.(*App)
 	return nil

@@ -67,6 +67,12 @@ func (a *App) routes() *http.ServeMux {
 	route("/v1/palm/challenges/{challengeId}/assertion", map[string]http.HandlerFunc{"POST": a.handlePalmAssertion})
 	route("/v1/palm/challenges/{challengeId}/deny", map[string]http.HandlerFunc{"POST": a.handlePalmDeny})
 	route("/v1/palm/challenges/{challengeId}/dev-scan", map[string]http.HandlerFunc{"POST": a.handlePalmDevScan})
+	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": a.handleAuthorize, "POST": a.handleAuthorize})
+	route("/oauth2/verify", map[string]http.HandlerFunc{"GET": a.handleLoginPage})
+	route("/oauth2/token", map[string]http.HandlerFunc{"POST": a.handleToken})
+	route("/oauth2/userinfo", map[string]http.HandlerFunc{"GET": a.handleUserinfo, "POST": a.handleUserinfo})
+	route("/oauth2/.well-known/openid-configuration", map[string]http.HandlerFunc{"GET": a.handleDiscovery})
+	route("/oauth2/jwks", map[string]http.HandlerFunc{"GET": a.handleJWKS})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
 	})

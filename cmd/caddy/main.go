@@ -11,6 +11,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/palmgate/palmgate/caddymodule"
+	_ "github.com/palmgate/palmgate/caddymodule/demo"
 )
 
 func main() {

@@ -1,0 +1,164 @@
+// Package bearer verifies palmgate access tokens for resource servers: the signature
+// by one of the issuer's keys with the algorithm pinned, `typ: at+jwt`, the issuer,
+// the times and the grant's revocation. Verified tokens are cached by a hash of the
+// token until they expire, so a repeated token costs no signature check.
+package bearer
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// TokenType is the `typ` of access tokens (RFC 9068).
+const TokenType = "at+jwt"
+
+// Leeway tolerates small clock differences on exp, nbf and iat.
+const Leeway = 30 * time.Second
+
+// ErrInvalidToken is returned (wrapped) for every token that must be refused.
+var ErrInvalidToken = errors.New("invalid access token")
+
+// ErrIssuerUnavailable is returned when keys are needed from the issuer and it
+// cannot be reached; a resource server answers 503 rather than refusing the token.
+var ErrIssuerUnavailable = errors.New("the token issuer is unavailable")
+
+// KeySource finds the public key that signed a token.
+type KeySource interface {
+	// Key returns the key with id kid and its algorithm, or an error.
+	Key(ctx context.Context, kid string) (crypto.PublicKey, string, error)
+}
+
+// Revocations tells whether a grant (the `sid` of a token) was revoked.
+type Revocations interface {
+	Revoked(grantID string) bool
+}
+
+// Claims are the verified claims of an access token.
+type Claims struct {
+	jwt.RegisteredClaims
+	ClientID string `json:"client_id"`
+	Scope    string `json:"scope"`
+	AuthTime int64  `json:"auth_time,omitempty"`
+	GrantID  string `json:"sid"`
+}
+
+// HasScopes reports whether every scope in want was granted.
+func (c *Claims) HasScopes(want ...string) bool {
+	granted := strings.Fields(c.Scope)
+	for _, s := range want {
+		if !slices.Contains(granted, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// Config builds a Verifier.
+type Config struct {
+	// Issuer is the required `iss`.
+	Issuer string
+	// Algorithm is the only accepted signature algorithm (ES256 for palmgate).
+	Algorithm string
+	Keys      KeySource
+	// Revocations may be nil (a remote resource server cannot see them).
+	Revocations Revocations
+	// CacheSize bounds the verified-token cache; 0 means DefaultCacheSize, below 0 none.
+	CacheSize int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultCacheSize is the default number of verified tokens kept.
+const DefaultCacheSize = 10000
+
+// Verifier verifies access tokens.
+type Verifier struct {
+	parser      *jwt.Parser
+	algorithm   string
+	keys        KeySource
+	revocations Revocations
+	cache       *cache
+	now         func() time.Time
+}
+
+// NewVerifier builds a verifier.
+func NewVerifier(cfg Config) *Verifier {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	size := cfg.CacheSize
+	if size == 0 {
+		size = DefaultCacheSize
+	}
+	return &Verifier{
+		parser: jwt.NewParser(
+			jwt.WithValidMethods([]string{cfg.Algorithm}),
+			jwt.WithIssuer(cfg.Issuer),
+			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(),
+			jwt.WithLeeway(Leeway),
+			jwt.WithTimeFunc(now),
+		),
+		algorithm:   cfg.Algorithm,
+		keys:        cfg.Keys,
+		revocations: cfg.Revocations,
+		cache:       newCache(size),
+		now:         now,
+	}
+}
+
+// Verify checks token and returns its claims, or an error wrapping ErrInvalidToken,
+// or ErrIssuerUnavailable when the key is not cached and the issuer cannot be reached.
+func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
+	now := v.now()
+	claims, ok := v.cache.get(token, now)
+	if !ok {
+		var err error
+		if claims, err = v.verify(ctx, token); err != nil {
+			return nil, err
+		}
+		v.cache.put(token, claims, now)
+	}
+	if v.revocations != nil && v.revocations.Revoked(claims.GrantID) {
+		return nil, fmt.Errorf("%w: the token was revoked", ErrInvalidToken)
+	}
+	return claims, nil
+}
+
+func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
+	var claims Claims
+	var keyErr error
+	_, err := v.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
+		if typ, _ := t.Header["typ"].(string); !strings.EqualFold(typ, TokenType) && !strings.EqualFold(typ, "application/"+TokenType) {
+			return nil, fmt.Errorf("token type %q is not %s", typ, TokenType)
+		}
+		kid, _ := t.Header["kid"].(string)
+		key, alg, err := v.keys.Key(ctx, kid)
+		if err != nil {
+			keyErr = err
+			return nil, err
+		}
+		if alg != v.algorithm {
+			return nil, fmt.Errorf("key %s is for %s, not %s", kid, alg, v.algorithm)
+		}
+		return key, nil
+	})
+	if err != nil {
+		if errors.Is(keyErr, ErrIssuerUnavailable) {
+			return nil, keyErr
+		}
+		return nil, fmt.Errorf("%w: %v", ErrInvalidToken, err)
+	}
+	if claims.Subject == "" || claims.ExpiresAt == nil {
+		return nil, fmt.Errorf("%w: sub and exp are required", ErrInvalidToken)
+	}
+	return &claims, nil
+}

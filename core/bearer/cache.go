@@ -1,0 +1,65 @@
+package bearer
+
+import (
+	"crypto/sha256"
+	"sync"
+	"time"
+)
+
+// cache keeps verified claims by the SHA-256 of the token, until the token expires.
+// It is bounded: when full, an arbitrary entry gives way (expired ones first).
+type cache struct {
+	mu      sync.RWMutex
+	max     int
+	entries map[[sha256.Size]byte]*Claims
+}
+
+func newCache(max int) *cache {
+	if max < 0 {
+		max = 0
+	}
+	return &cache{max: max, entries: make(map[[sha256.Size]byte]*Claims, min(max, 1024))}
+}
+
+func (c *cache) get(token string, now time.Time) (*Claims, bool) {
+	if c.max == 0 {
+		return nil, false
+	}
+	key := sha256.Sum256([]byte(token))
+	c.mu.RLock()
+	claims, ok := c.entries[key]
+	c.mu.RUnlock()
+	if !ok || !now.Before(claims.ExpiresAt.Time.Add(Leeway)) {
+		return nil, false
+	}
+	return claims, true
+}
+
+func (c *cache) put(token string, claims *Claims, now time.Time) {
+	if c.max == 0 {
+		return
+	}
+	key := sha256.Sum256([]byte(token))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= c.max {
+		c.evict(now)
+	}
+	c.entries[key] = claims
+}
+
+// evict drops expired entries, or, when none has expired, about a tenth of the
+// entries (map order is random). Called with the lock held.
+func (c *cache) evict(now time.Time) {
+	for k, v := range c.entries {
+		if !now.Before(v.ExpiresAt.Time.Add(Leeway)) {
+			delete(c.entries, k)
+		}
+	}
+	for k := range c.entries {
+		if len(c.entries) < c.max-c.max/10 {
+			break
+		}
+		delete(c.entries, k)
+	}
+}

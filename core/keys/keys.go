@@ -1,0 +1,336 @@
+// Package keys keeps palmgate's token signing keys in the store, so that every
+// instance and every restart signs and verifies with the same keys, and publishes
+// their public halves as a JSON Web Key Set.
+package keys
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/palmgate/palmgate/storage"
+)
+
+// Algorithms palmgate signs with.
+const (
+	RS256 = "RS256" // ID tokens: OpenID Connect's mandatory algorithm
+	ES256 = "ES256" // access and refresh tokens
+)
+
+// rsaBits is the size of generated RSA keys.
+const rsaBits = 2048
+
+// The storage layout of this package:
+//
+//	keys/{alg}/{kid} -> signing key (JSON: kid, alg, PKCS#8 DER, created, active)
+//	keylock/{alg}    -> kid of the last key created for alg
+//
+// One key per algorithm is active (signs); the others stay published so that tokens
+// they signed keep verifying until they expire. Every key creation reads and writes
+// keylock/{alg}, so that concurrent creations conflict and the store runs the loser
+// again: a prefix scan that finds no key conflicts with nothing.
+func keyPrefix(alg string) []byte   { return []byte("keys/" + alg + "/") }
+func keyKey(alg, kid string) []byte { return []byte("keys/" + alg + "/" + kid) }
+func keysPrefix() []byte            { return []byte("keys/") }
+func keyLockKey(alg string) []byte  { return []byte("keylock/" + alg) }
+
+// Key is one signing key.
+type Key struct {
+	ID        string
+	Algorithm string
+	Private   crypto.Signer
+	Created   time.Time
+	Active    bool
+}
+
+// Public is the key's public half.
+func (k *Key) Public() crypto.PublicKey { return k.Private.Public() }
+
+// Method is the JWT signing method of the key.
+func (k *Key) Method() jwt.SigningMethod { return jwt.GetSigningMethod(k.Algorithm) }
+
+type record struct {
+	ID        string    `json:"kid"`
+	Algorithm string    `json:"alg"`
+	PKCS8     []byte    `json:"pkcs8"`
+	Created   time.Time `json:"created"`
+	Active    bool      `json:"active"`
+}
+
+// Set is the signing keys of the store, cached in memory.
+type Set struct {
+	store storage.Store
+	now   func() time.Time
+
+	mu     sync.RWMutex
+	active map[string]*Key
+	byKID  map[string]*Key
+	loaded time.Time
+}
+
+// Open loads the key set, generating the active RS256 and ES256 keys on first start.
+// Concurrent first starts of several instances agree on one key per algorithm.
+func Open(ctx context.Context, store storage.Store, now func() time.Time) (*Set, error) {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Set{store: store, now: now}
+	if err := s.Reload(ctx); err != nil {
+		return nil, err
+	}
+	for _, alg := range []string{RS256, ES256} {
+		if s.Active(alg) == nil {
+			if _, err := s.create(ctx, alg, false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, s.Reload(ctx)
+}
+
+// Rotate makes a new key the active one for alg; the previous keys stay published.
+func (s *Set) Rotate(ctx context.Context, alg string) (*Key, error) {
+	k, err := s.create(ctx, alg, true)
+	if err != nil {
+		return nil, err
+	}
+	return k, s.Reload(ctx)
+}
+
+// create stores a new active key for alg. Unless replace is set, it keeps an active
+// key another instance stored meanwhile.
+func (s *Set) create(ctx context.Context, alg string, replace bool) (*Key, error) {
+	k, err := generate(alg, s.now())
+	if err != nil {
+		return nil, err
+	}
+	rec, err := k.record()
+	if err != nil {
+		return nil, err
+	}
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		if _, err := txn.Get(keyLockKey(alg)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		var actives [][]byte
+		err := txn.Iterate(keyPrefix(alg), func(key, value []byte) (bool, error) {
+			var r record
+			if err := json.Unmarshal(value, &r); err != nil {
+				return false, fmt.Errorf("decoding key %s: %w", key, err)
+			}
+			if r.Active {
+				r.Active = false
+				b, _ := json.Marshal(r)
+				actives = append(actives, append([]byte(nil), key...), b)
+			}
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(actives) > 0 && !replace {
+			return nil // another instance won the race; Reload picks its key
+		}
+		for i := 0; i < len(actives); i += 2 {
+			if err := txn.Set(actives[i], actives[i+1], 0); err != nil {
+				return err
+			}
+		}
+		if err := txn.Set(keyLockKey(alg), []byte(k.ID), 0); err != nil {
+			return err
+		}
+		return txn.Set(keyKey(alg, k.ID), rec, 0)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storing %s signing key: %w", alg, err)
+	}
+	return k, nil
+}
+
+// Reload reads the keys from the store (after another instance rotated them).
+func (s *Set) Reload(ctx context.Context) error {
+	active, byKID := map[string]*Key{}, map[string]*Key{}
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		return txn.Iterate(keysPrefix(), func(key, value []byte) (bool, error) {
+			k, err := parseRecord(value)
+			if err != nil {
+				return false, fmt.Errorf("loading signing key %s: %w", key, err)
+			}
+			byKID[k.ID] = k
+			if k.Active {
+				active[k.Algorithm] = k
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.active, s.byKID, s.loaded = active, byKID, s.now()
+	s.mu.Unlock()
+	return nil
+}
+
+// Active returns the signing key of alg, or nil.
+func (s *Set) Active(alg string) *Key {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.active[alg]
+}
+
+// ByID returns the key with id kid, or nil.
+func (s *Set) ByID(kid string) *Key {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.byKID[kid]
+}
+
+// reloadInterval bounds how often an unknown key id reloads the keys from the store
+// (another instance may have rotated them).
+const reloadInterval = 10 * time.Second
+
+// Key returns the public key with id kid and its algorithm, reloading the set from
+// the store (at most once per reloadInterval) when kid is unknown.
+func (s *Set) Key(ctx context.Context, kid string) (crypto.PublicKey, string, error) {
+	if k := s.ByID(kid); k != nil {
+		return k.Public(), k.Algorithm, nil
+	}
+	s.mu.Lock()
+	stale := s.now().Sub(s.loaded) >= reloadInterval
+	if stale {
+		s.loaded = s.now()
+	}
+	s.mu.Unlock()
+	if stale {
+		if err := s.Reload(ctx); err != nil {
+			return nil, "", err
+		}
+		if k := s.ByID(kid); k != nil {
+			return k.Public(), k.Algorithm, nil
+		}
+	}
+	return nil, "", fmt.Errorf("unknown signing key %q", kid)
+}
+
+// Sign signs claims with the active key of alg, with the given `typ` header.
+func (s *Set) Sign(alg, typ string, claims jwt.Claims) (string, error) {
+	k := s.Active(alg)
+	if k == nil {
+		return "", fmt.Errorf("no active %s key", alg)
+	}
+	t := jwt.NewWithClaims(k.Method(), claims)
+	t.Header["kid"] = k.ID
+	t.Header["typ"] = typ
+	return t.SignedString(k.Private)
+}
+
+func generate(alg string, now time.Time) (*Key, error) {
+	var signer crypto.Signer
+	var err error
+	switch alg {
+	case RS256:
+		signer, err = rsa.GenerateKey(rand.Reader, rsaBits)
+	case ES256:
+		signer, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	default:
+		return nil, fmt.Errorf("unsupported signing algorithm %q", alg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("generating %s key: %w", alg, err)
+	}
+	k := &Key{Algorithm: alg, Private: signer, Created: now.UTC(), Active: true}
+	k.ID, err = thumbprintID(signer.Public())
+	return k, err
+}
+
+// thumbprintID names a key by a hash of its public half.
+func thumbprintID(pub crypto.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(der)
+	return base64.RawURLEncoding.EncodeToString(sum[:12]), nil
+}
+
+func (k *Key) record() ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(k.Private)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s key: %w", k.Algorithm, err)
+	}
+	return json.Marshal(record{ID: k.ID, Algorithm: k.Algorithm, PKCS8: der, Created: k.Created, Active: k.Active})
+}
+
+func parseRecord(b []byte) (*Key, error) {
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	priv, err := x509.ParsePKCS8PrivateKey(r.PKCS8)
+	if err != nil {
+		return nil, err
+	}
+	signer, ok := priv.(crypto.Signer)
+	if !ok {
+		return nil, errors.New("stored key cannot sign")
+	}
+	return &Key{ID: r.ID, Algorithm: r.Algorithm, Private: signer, Created: r.Created, Active: r.Active}, nil
+}
+
+// JWK is one public JSON Web Key (RFC 7517).
+type JWK struct {
+	KeyType   string `json:"kty"`
+	Use       string `json:"use"`
+	Algorithm string `json:"alg"`
+	KeyID     string `json:"kid"`
+	N         string `json:"n,omitempty"`
+	E         string `json:"e,omitempty"`
+	Curve     string `json:"crv,omitempty"`
+	X         string `json:"x,omitempty"`
+	Y         string `json:"y,omitempty"`
+}
+
+// JWKS returns the public keys, active ones first.
+func (s *Set) JWKS() []JWK {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]JWK, 0, len(s.byKID))
+	for _, pass := range []bool{true, false} {
+		for _, k := range s.byKID {
+			if k.Active == pass {
+				out = append(out, jwkOf(k))
+			}
+		}
+	}
+	return out
+}
+
+func jwkOf(k *Key) JWK {
+	b64 := base64.RawURLEncoding.EncodeToString
+	j := JWK{Use: "sig", Algorithm: k.Algorithm, KeyID: k.ID}
+	switch pub := k.Public().(type) {
+	case *rsa.PublicKey:
+		j.KeyType, j.N, j.E = "RSA", b64(pub.N.Bytes()), b64(big.NewInt(int64(pub.E)).Bytes())
+	case *ecdsa.PublicKey:
+		x, y := make([]byte, 32), make([]byte, 32)
+		pub.X.FillBytes(x)
+		pub.Y.FillBytes(y)
+		j.KeyType, j.Curve, j.X, j.Y = "EC", "P-256", b64(x), b64(y)
+	}
+	return j
+}

@@ -1,0 +1,303 @@
+package oidc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage"
+)
+
+// Bounds of authorization request parameters.
+const (
+	MaxStateLen  = 500
+	MaxNonceLen  = 500
+	maxScopes    = 20
+	maxScopeLen  = 64
+	retention    = 24 * time.Hour
+	codeBytes    = 32
+	pkceS256     = "S256"
+	pkcePlain    = "plain"
+	authorizeKey = "authorize"
+)
+
+var (
+	scopeToken    = regexp.MustCompile(`^[\x21\x23-\x5B\x5D-\x7E]+$`) // RFC 6749 3.3
+	pkceChallenge = regexp.MustCompile(`^[A-Za-z0-9\-._~]{43,128}$`)  // RFC 7636 4.1
+)
+
+// AuthRequestStatus is the state of an authorization request.
+type AuthRequestStatus string
+
+// The states of an authorization request.
+const (
+	RequestPending  AuthRequestStatus = "pending"
+	RequestVerified AuthRequestStatus = "verified"
+	RequestDenied   AuthRequestStatus = "denied"
+	RequestAnswered AuthRequestStatus = "answered" // the code or the error went back
+)
+
+// AuthRequest is a validated authorization request waiting for its palm scan.
+type AuthRequest struct {
+	ID            string            `json:"id"`
+	ClientID      string            `json:"clientId"`
+	RedirectURI   string            `json:"redirectUri"`
+	Scopes        []string          `json:"scopes"`
+	State         string            `json:"state,omitempty"`
+	Nonce         string            `json:"nonce,omitempty"`
+	CodeChallenge string            `json:"codeChallenge,omitempty"`
+	ChallengeID   string            `json:"challengeId"`
+	Status        AuthRequestStatus `json:"status"`
+	HumanID       string            `json:"humanId,omitempty"`
+	AuthTime      time.Time         `json:"authTime,omitzero"`
+	ExpiresAt     time.Time         `json:"expiresAt"`
+}
+
+// ClientName is the display name of the request's client.
+func (s *Service) ClientName(ar *AuthRequest) string {
+	if cl := s.clients.get(ar.ClientID); cl != nil {
+		return cl.name
+	}
+	return ar.ClientID
+}
+
+// Authorize validates an authorization request (its query or form parameters),
+// stores it with a fresh palm challenge, and returns it. Errors before the client
+// and redirect_uri are known good are never redirected.
+func (s *Service) Authorize(ctx context.Context, params url.Values) (*AuthRequest, error) {
+	for name, values := range params {
+		if len(values) > 1 {
+			return nil, oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
+		}
+	}
+	clientID, redirectURI := params.Get("client_id"), params.Get("redirect_uri")
+	if clientID == "" {
+		return nil, oauthError(ErrInvalidRequest, "client_id is required")
+	}
+	cl := s.clients.get(clientID)
+	if cl == nil {
+		return nil, oauthError(ErrInvalidRequest, "unknown client_id")
+	}
+	if redirectURI == "" {
+		return nil, oauthError(ErrInvalidRequest, "redirect_uri is required")
+	}
+	if !cl.allowsRedirect(redirectURI) {
+		return nil, oauthError(ErrInvalidRequest, "redirect_uri is not registered for this client")
+	}
+	state := params.Get("state")
+	if len(state) > MaxStateLen {
+		return nil, oauthError(ErrInvalidRequest, "state is longer than %d characters", MaxStateLen)
+	}
+	switch rt := params.Get("response_type"); rt {
+	case "code":
+	case "":
+		return nil, oauthError(ErrInvalidRequest, "response_type is required")
+	default:
+		return nil, oauthError(ErrUnsupportedResponseType, "response_type must be code")
+	}
+	scopes, err := parseScopes(params.Get("scope"))
+	if err != nil {
+		return nil, err
+	}
+	nonce := params.Get("nonce")
+	if len(nonce) > MaxNonceLen {
+		return nil, oauthError(ErrInvalidRequest, "nonce is longer than %d characters", MaxNonceLen)
+	}
+	challenge, method := params.Get("code_challenge"), params.Get("code_challenge_method")
+	switch {
+	case challenge == "" && method != "":
+		return nil, oauthError(ErrInvalidRequest, "code_challenge_method without code_challenge")
+	case challenge != "" && method != pkceS256:
+		return nil, oauthError(ErrInvalidRequest, "code_challenge_method must be S256 (plain is not supported)")
+	case challenge != "" && !pkceChallenge.MatchString(challenge):
+		return nil, oauthError(ErrInvalidRequest, "code_challenge must be 43 to 128 unreserved characters")
+	}
+	if slices.Contains(strings.Fields(params.Get("prompt")), "none") {
+		// Every login is a fresh palm scan: there is no session to answer silently.
+		return nil, &Error{Code: ErrLoginRequired, Description: "a palm scan is required", RedirectURI: redirectURI, State: state}
+	}
+	now := s.now().UTC()
+	ar := &AuthRequest{
+		ID: uuid.NewString(), ClientID: clientID, RedirectURI: redirectURI, Scopes: scopes,
+		State: state, Nonce: nonce, CodeChallenge: challenge, Status: RequestPending,
+		ExpiresAt: now.Add(s.loginTTL),
+	}
+	c, err := s.palm.New(palm.PurposeLogin, ar.ID, palm.Request{ClientName: cl.name, Scopes: scopes}, s.loginTTL)
+	if err != nil {
+		return nil, err
+	}
+	ar.ChallengeID = c.ID
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		if err := s.putAuthRequest(txn, ar); err != nil {
+			return err
+		}
+		return s.palm.PutChallenge(txn, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ar, nil
+}
+
+func parseScopes(raw string) ([]string, error) {
+	scopes := strings.Fields(raw)
+	if len(scopes) > maxScopes {
+		return nil, oauthError(ErrInvalidScope, "at most %d scopes", maxScopes)
+	}
+	for _, sc := range scopes {
+		if len(sc) > maxScopeLen || !scopeToken.MatchString(sc) {
+			return nil, oauthError(ErrInvalidScope, "scope %.64q is not a valid scope token", sc)
+		}
+	}
+	if !slices.Contains(scopes, ScopeOpenID) {
+		return nil, oauthError(ErrInvalidScope, "scope must include openid")
+	}
+	slices.Sort(scopes)
+	return slices.Compact(scopes), nil
+}
+
+func (s *Service) putAuthRequest(txn storage.Txn, ar *AuthRequest) error {
+	b, err := json.Marshal(ar)
+	if err != nil {
+		return fmt.Errorf("encoding authorization request: %w", err)
+	}
+	return txn.Set(authRequestKey(ar.ID), b, ar.ExpiresAt.Sub(s.now())+retention)
+}
+
+func getAuthRequest(txn storage.Txn, id string) (*AuthRequest, error) {
+	notFound := oauthError(ErrInvalidRequest, "unknown or expired auth_request_id")
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return nil, notFound
+	}
+	b, err := txn.Get(authRequestKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ar AuthRequest
+	if err := json.Unmarshal(b, &ar); err != nil {
+		return nil, fmt.Errorf("decoding authorization request %s: %w", id, err)
+	}
+	return &ar, nil
+}
+
+// LoginState is an authorization request with its palm challenge.
+type LoginState struct {
+	Request   *AuthRequest
+	Challenge *palm.Challenge
+}
+
+// Login returns an authorization request and its challenge, for the login page.
+func (s *Service) Login(ctx context.Context, id string) (*LoginState, error) {
+	var st LoginState
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		var err error
+		if st.Request, err = getAuthRequest(txn, id); err != nil {
+			return err
+		}
+		st.Challenge, err = palm.GetChallenge(txn, st.Request.ChallengeID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.Challenge.Status = st.Challenge.StatusAt(s.now())
+	return &st, nil
+}
+
+// Redirect is where a finished login sends the browser: the redirect_uri with either
+// a code or an error, and the state.
+type Redirect struct {
+	URI   string
+	Code  string
+	Error string
+	State string
+}
+
+// URL is the redirect's full URL.
+func (r *Redirect) URL() string {
+	u, _ := url.Parse(r.URI) // validated at configuration
+	q := u.Query()
+	if r.Code != "" {
+		q.Set("code", r.Code)
+	}
+	if r.Error != "" {
+		q.Set("error", r.Error)
+	}
+	if r.State != "" {
+		q.Set("state", r.State)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Finish answers a login whose palm challenge has ended: a code once verified,
+// access_denied once denied or expired. It answers once; a later call is an error.
+// A pending login returns (nil, nil).
+func (s *Service) Finish(ctx context.Context, id string) (*Redirect, error) {
+	code, err := randomToken(codeBytes)
+	if err != nil {
+		return nil, err
+	}
+	var redirect *Redirect
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		redirect = nil
+		ar, err := getAuthRequest(txn, id)
+		if err != nil {
+			return err
+		}
+		if ar.Status == RequestAnswered {
+			return oauthError(ErrInvalidRequest, "this authorization request was already answered")
+		}
+		c, err := palm.GetChallenge(txn, ar.ChallengeID)
+		if err != nil {
+			return err
+		}
+		switch c.StatusAt(s.now()) {
+		case palm.StatusPending:
+			return nil
+		case palm.StatusVerified:
+			if err := s.putCode(txn, code, ar); err != nil {
+				return err
+			}
+			redirect = &Redirect{URI: ar.RedirectURI, Code: code, State: ar.State}
+		default:
+			redirect = &Redirect{URI: ar.RedirectURI, Error: ErrAccessDenied, State: ar.State}
+		}
+		ar.Status = RequestAnswered
+		return s.putAuthRequest(txn, ar)
+	})
+	return redirect, err
+}
+
+// outcome records the end of a login's palm challenge on its authorization request.
+type outcome struct{ s *Service }
+
+func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) error {
+	ar, err := getAuthRequest(txn, c.Ref)
+	if err != nil {
+		return err
+	}
+	ar.Status, ar.HumanID, ar.AuthTime = RequestVerified, humanID, o.s.now().UTC()
+	return o.s.putAuthRequest(txn, ar)
+}
+
+func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
+	ar, err := getAuthRequest(txn, c.Ref)
+	if err != nil {
+		return err
+	}
+	ar.Status = RequestDenied
+	return o.s.putAuthRequest(txn, ar)
+}

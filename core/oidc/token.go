@@ -1,0 +1,392 @@
+package oidc
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+
+	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/storage"
+)
+
+var pkceVerifier = regexp.MustCompile(`^[A-Za-z0-9\-._~]{43,128}$`) // RFC 7636 4.1
+
+// codeRecord is a stored authorization code, bound to everything it may be used with.
+type codeRecord struct {
+	ClientID      string    `json:"clientId"`
+	RedirectURI   string    `json:"redirectUri"`
+	Scopes        []string  `json:"scopes"`
+	Nonce         string    `json:"nonce,omitempty"`
+	CodeChallenge string    `json:"codeChallenge,omitempty"`
+	HumanID       string    `json:"humanId"`
+	AuthTime      time.Time `json:"authTime"`
+	ExpiresAt     time.Time `json:"expiresAt"`
+	// GrantID is set once the code has been exchanged: a second use revokes it.
+	GrantID string `json:"grantId,omitempty"`
+}
+
+// grant is what one code exchange started: its refresh family and its revocation.
+// Every token issued from it carries its id as `sid`.
+type grant struct {
+	ClientID   string    `json:"clientId"`
+	HumanID    string    `json:"humanId"`
+	Scopes     []string  `json:"scopes"`
+	AuthTime   time.Time `json:"authTime"`
+	RefreshJTI string    `json:"refreshJti,omitempty"`
+	Revoked    bool      `json:"revoked,omitempty"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// TokenResponse is the answer of the token endpoint (the spec's table).
+type TokenResponse struct {
+	AccessToken           string `json:"access_token"`
+	TokenType             string `json:"token_type"`
+	ExpiresIn             int64  `json:"expires_in"`
+	Scope                 string `json:"scope"`
+	IDToken               string `json:"id_token"`
+	RefreshToken          string `json:"refresh_token,omitempty"`
+	RefreshTokenExpiresIn int64  `json:"refresh_token_expires_in,omitempty"`
+}
+
+// AccessClaims are the claims of an access token (RFC 9068).
+type AccessClaims = bearer.Claims
+
+// IDClaims are the claims of an ID token.
+type IDClaims struct {
+	jwt.RegisteredClaims
+	AuthTime int64    `json:"auth_time"`
+	Nonce    string   `json:"nonce,omitempty"`
+	AMR      []string `json:"amr"`
+	AZP      string   `json:"azp,omitempty"`
+	GrantID  string   `json:"sid,omitempty"`
+}
+
+// refreshClaims are the claims of a refresh token.
+type refreshClaims struct {
+	jwt.RegisteredClaims
+	ClientID string `json:"client_id"`
+	GrantID  string `json:"sid"`
+}
+
+func joinScopes(scopes []string) string { return strings.Join(scopes, " ") }
+
+func unixOrZero(d *jwt.NumericDate) int64 {
+	if d == nil {
+		return 0
+	}
+	return d.Unix()
+}
+
+func randomToken(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating random token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest) error {
+	now := s.now()
+	rec := codeRecord{
+		ClientID: ar.ClientID, RedirectURI: ar.RedirectURI, Scopes: ar.Scopes, Nonce: ar.Nonce,
+		CodeChallenge: ar.CodeChallenge, HumanID: ar.HumanID, AuthTime: ar.AuthTime,
+		ExpiresAt: now.Add(s.codeTTL),
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return txn.Set(codeKey(code), b, s.codeTTL)
+}
+
+// AuthenticateClient checks client credentials; a failure is invalid_client.
+func (s *Service) AuthenticateClient(id, secret string) error {
+	if id == "" || s.clients.authenticate(id, secret) == nil {
+		return oauthError(ErrInvalidClient, "client authentication failed")
+	}
+	return nil
+}
+
+// ExchangeCode redeems an authorization code for tokens (RFC 6749 4.1.3, RFC 7636).
+// The client must be authenticated already. A code works once: a second use revokes
+// the grant the first one started.
+func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI, verifier string) (*TokenResponse, error) {
+	if code == "" {
+		return nil, oauthError(ErrInvalidRequest, "code is required")
+	}
+	if redirectURI == "" {
+		return nil, oauthError(ErrInvalidRequest, "redirect_uri is required")
+	}
+	if verifier != "" && !pkceVerifier.MatchString(verifier) {
+		return nil, oauthError(ErrInvalidRequest, "code_verifier must be 43 to 128 unreserved characters")
+	}
+	grantID := uuid.NewString()
+	var rec codeRecord
+	var reused bool
+	err := s.store.Update(ctx, func(txn storage.Txn) error {
+		reused = false
+		b, err := txn.Get(codeKey(code))
+		if errors.Is(err, storage.ErrNotFound) {
+			return oauthError(ErrInvalidGrant, "unknown or expired code")
+		}
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			return fmt.Errorf("decoding code: %w", err)
+		}
+		if !s.now().Before(rec.ExpiresAt) {
+			return oauthError(ErrInvalidGrant, "unknown or expired code")
+		}
+		if rec.GrantID != "" {
+			reused = true
+			return s.revokeGrant(txn, rec.GrantID)
+		}
+		if rec.ClientID != clientID {
+			return oauthError(ErrInvalidGrant, "the code was issued to another client")
+		}
+		if rec.RedirectURI != redirectURI {
+			return oauthError(ErrInvalidGrant, "redirect_uri differs from the authorization request's")
+		}
+		if err := checkPKCE(rec.CodeChallenge, verifier); err != nil {
+			return err
+		}
+		rec.GrantID = grantID
+		b, err = json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		if err := txn.Set(codeKey(code), b, rec.ExpiresAt.Sub(s.now())+time.Second); err != nil {
+			return err
+		}
+		g := &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, AuthTime: rec.AuthTime}
+		return s.putGrant(txn, grantID, g, s.grantTTL(g))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reused {
+		return nil, oauthError(ErrInvalidGrant, "the code was already used; the tokens issued from it are revoked")
+	}
+	return s.issue(ctx, grantID, clientID, rec.HumanID, rec.Scopes, rec.AuthTime, rec.Nonce)
+}
+
+func checkPKCE(challenge, verifier string) error {
+	switch {
+	case challenge == "" && verifier == "":
+		return nil
+	case challenge == "":
+		return oauthError(ErrInvalidGrant, "code_verifier given, but the authorization request had no code_challenge")
+	case verifier == "":
+		return oauthError(ErrInvalidGrant, "code_verifier is required")
+	}
+	sum := sha256.Sum256([]byte(verifier))
+	if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(challenge)) != 1 {
+		return oauthError(ErrInvalidGrant, "code_verifier does not match the code_challenge")
+	}
+	return nil
+}
+
+func (s *Service) grantTTL(g *grant) time.Duration {
+	if slices.Contains(g.Scopes, ScopeOfflineAccess) {
+		return s.refreshTTL
+	}
+	return s.accessTTL + clockLeeway
+}
+
+func (s *Service) putGrant(txn storage.Txn, id string, g *grant, ttl time.Duration) error {
+	if g.ExpiresAt.IsZero() {
+		g.ExpiresAt = s.now().Add(ttl)
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return err
+	}
+	return txn.Set(grantKey(id), b, max(g.ExpiresAt.Sub(s.now())+clockLeeway, time.Second))
+}
+
+func getGrant(txn storage.Txn, id string) (*grant, error) {
+	b, err := txn.Get(grantKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, oauthError(ErrInvalidGrant, "the grant has expired or was revoked")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var g grant
+	if err := json.Unmarshal(b, &g); err != nil {
+		return nil, fmt.Errorf("decoding grant %s: %w", id, err)
+	}
+	return &g, nil
+}
+
+// revokeGrant marks a grant revoked: its refresh tokens and access tokens stop
+// working. The revocation is recorded even when the grant record has expired.
+func (s *Service) revokeGrant(txn storage.Txn, id string) error {
+	g, err := getGrant(txn, id)
+	var oe *Error
+	switch {
+	case errors.As(err, &oe): // expired from the store: only its access tokens may live
+	case err != nil:
+		return err
+	default:
+		g.Revoked, g.RefreshJTI = true, ""
+		if err := s.putGrant(txn, id, g, 0); err != nil {
+			return err
+		}
+	}
+	// Access tokens issued from the grant until now live at most accessTTL more.
+	until := s.now().Add(s.accessTTL + clockLeeway)
+	if err := putRevoked(txn, id, until, s.now()); err != nil {
+		return err
+	}
+	s.revocations.add(id, until)
+	return nil
+}
+
+// Refresh rotates a refresh token (RFC 6749 6): the old one stops working and a new
+// one, a new access token and a new ID token are issued. A rotated token used again
+// revokes its whole family.
+func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope string) (*TokenResponse, error) {
+	if refreshToken == "" {
+		return nil, oauthError(ErrInvalidRequest, "refresh_token is required")
+	}
+	var claims refreshClaims
+	_, err := s.refreshParser.ParseWithClaims(refreshToken, &claims, s.keyFunc(TypeRefreshToken))
+	if err != nil || claims.ID == "" || claims.GrantID == "" {
+		return nil, oauthError(ErrInvalidGrant, "invalid refresh token")
+	}
+	if claims.ClientID != clientID {
+		return nil, oauthError(ErrInvalidGrant, "the refresh token was issued to another client")
+	}
+	// Parse the asked scopes before the transaction: a refused request must leave the
+	// refresh token usable (rotating it first would make the retry look like reuse).
+	var asked []string
+	if scope != "" {
+		if asked, err = parseScopes(scope); err != nil {
+			return nil, err
+		}
+	}
+	newJTI := uuid.NewString()
+	var g *grant
+	var reused bool
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		reused = false
+		var err error
+		if g, err = getGrant(txn, claims.GrantID); err != nil {
+			return err
+		}
+		if g.Revoked {
+			return oauthError(ErrInvalidGrant, "the refresh token was revoked")
+		}
+		if subtle.ConstantTimeCompare([]byte(g.RefreshJTI), []byte(claims.ID)) != 1 {
+			reused = true
+			return s.revokeGrant(txn, claims.GrantID)
+		}
+		for _, sc := range asked {
+			if !slices.Contains(g.Scopes, sc) {
+				return oauthError(ErrInvalidScope, "scope %q was not granted", sc)
+			}
+		}
+		g.RefreshJTI = newJTI
+		return s.putGrant(txn, claims.GrantID, g, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if reused {
+		return nil, oauthError(ErrInvalidGrant, "the refresh token was already used; its family is revoked")
+	}
+	scopes := g.Scopes
+	if asked != nil {
+		scopes = asked
+	}
+	return s.sign(claims.GrantID, clientID, g.HumanID, scopes, g.AuthTime, "", newJTI, g.ExpiresAt)
+}
+
+// issue signs the tokens of a fresh grant, storing its first refresh token id.
+func (s *Service) issue(ctx context.Context, grantID, clientID, humanID string, scopes []string, authTime time.Time, nonce string) (*TokenResponse, error) {
+	var refreshJTI string
+	var refreshExp time.Time
+	if slices.Contains(scopes, ScopeOfflineAccess) {
+		refreshJTI = uuid.NewString()
+		err := s.store.Update(ctx, func(txn storage.Txn) error {
+			g, err := getGrant(txn, grantID)
+			if err != nil {
+				return err
+			}
+			if g.Revoked {
+				return oauthError(ErrInvalidGrant, "the grant was revoked")
+			}
+			g.RefreshJTI, refreshExp = refreshJTI, g.ExpiresAt
+			return s.putGrant(txn, grantID, g, 0)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s.sign(grantID, clientID, humanID, scopes, authTime, nonce, refreshJTI, refreshExp)
+}
+
+// sign makes the access token, the ID token and (with refreshJTI) the refresh token.
+func (s *Service) sign(grantID, clientID, humanID string, scopes []string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, error) {
+	cl := s.clients.get(clientID)
+	if cl == nil {
+		return nil, oauthError(ErrInvalidClient, "unknown client")
+	}
+	now := s.now()
+	sub := PairwiseSubject(s.pairwiseSecret, cl.sector, humanID)
+	scope := joinScopes(scopes)
+	exp := now.Add(s.accessTTL)
+	access, err := s.keys.Sign(keys.ES256, TypeAccessToken, AccessClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.base},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp), ID: uuid.NewString(),
+		},
+		ClientID: clientID, Scope: scope, AuthTime: authTime.Unix(), GrantID: grantID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("signing access token: %w", err)
+	}
+	idToken, err := s.keys.Sign(keys.RS256, TypeIDToken, IDClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
+		},
+		AuthTime: authTime.Unix(), Nonce: nonce, AMR: []string{"palm"}, AZP: clientID, GrantID: grantID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("signing ID token: %w", err)
+	}
+	resp := &TokenResponse{
+		AccessToken: access, TokenType: "Bearer", ExpiresIn: int64(s.accessTTL / time.Second),
+		Scope: scope, IDToken: idToken,
+	}
+	if refreshJTI != "" {
+		resp.RefreshToken, err = s.keys.Sign(keys.ES256, TypeRefreshToken, refreshClaims{
+			RegisteredClaims: jwt.RegisteredClaims{
+				Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.issuer},
+				IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(refreshExp), ID: refreshJTI,
+			},
+			ClientID: clientID, GrantID: grantID,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("signing refresh token: %w", err)
+		}
+		resp.RefreshTokenExpiresIn = int64(refreshExp.Sub(now) / time.Second)
+	}
+	return resp, nil
+}

@@ -1,0 +1,49 @@
+package oidc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/palmgate/palmgate/core/bearer"
+)
+
+// keyFunc finds the verification key of a token by its `kid`, and checks its `typ`
+// header, so that one kind of token can never stand in for another.
+func (s *Service) keyFunc(typ string) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) {
+		if got, _ := t.Header["typ"].(string); !strings.EqualFold(got, typ) && !strings.EqualFold(got, "application/"+typ) {
+			return nil, fmt.Errorf("token type %q is not %q", got, typ)
+		}
+		kid, _ := t.Header["kid"].(string)
+		k := s.keys.ByID(kid)
+		if k == nil || k.Algorithm != t.Method.Alg() {
+			return nil, errors.New("unknown signing key")
+		}
+		return k.Public(), nil
+	}
+}
+
+// VerifyAccessToken checks an access token: ES256 by one of the issuer's keys, `typ`
+// at+jwt, issuer, expiry, and that its grant was not revoked. It returns the claims,
+// or an *Error with code invalid_token.
+func (s *Service) VerifyAccessToken(ctx context.Context, token string) (*AccessClaims, error) {
+	claims, err := s.access.Verify(ctx, token)
+	if errors.Is(err, bearer.ErrInvalidToken) {
+		return nil, oauthError(ErrInvalidToken, "the access token is invalid, expired or revoked")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if claims.GrantID == "" {
+		return nil, oauthError(ErrInvalidToken, "the access token lacks sid")
+	}
+	return claims, nil
+}
+
+// AccessVerifier is the verifier of this issuer's access tokens, with its cache and
+// revocation set, for resource servers in the same process.
+func (s *Service) AccessVerifier() *bearer.Verifier { return s.access }
