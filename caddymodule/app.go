@@ -95,6 +95,7 @@ type App struct {
 	keys     *keys.Set
 	oidc     *oidc.Service
 	mux      *http.ServeMux
+	limiter  *limiter
 	logger   *zap.Logger
 }
 
@@ -202,6 +203,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	a.limiter = newLimiter(a.RateLimit)
 	a.mux = a.routes()
 	if a.Dev {
 		a.logger.Warn("palmgate dev mode: palm scans can be simulated; never use it in production")

@@ -17,6 +17,9 @@ func init() {
 	// Before basic_auth: palmgate's public endpoints are never behind a site's own
 	// authentication.
 	httpcaddyfile.RegisterDirectiveOrder("palmgate", httpcaddyfile.Before, "basic_auth")
+	// Then the bearer middleware (registered in bearer.go), so that a site serving
+	// both never puts palmgate's own endpoints behind its tokens.
+	httpcaddyfile.RegisterDirectiveOrder("palmgate_bearer", httpcaddyfile.Before, "basic_auth")
 }
 
 // Handler serves the palmgate identity service of the `palmgate` app: /oauth2/* and

@@ -36,6 +36,7 @@ const (
 	codeMethodNotAllowed = "method_not_allowed"
 	codeNotFound         = "not_found"
 	codeInternal         = "internal_error"
+	codeRateLimited      = "rate_limited"
 )
 
 // routes builds the mux of palmgate's paths. Each path answers 405 with an Allow
@@ -56,7 +57,7 @@ func (a *App) routes() *http.ServeMux {
 			writeJSON(w, http.StatusMethodNotAllowed, &apiError{Message: r.Method + " is not allowed here; use " + allow, Code: codeMethodNotAllowed})
 		})
 	}
-	route("/v1/agent/register/init", map[string]http.HandlerFunc{"POST": a.handleRegisterInit})
+	route("/v1/agent/register/init", map[string]http.HandlerFunc{"POST": a.limited(a.handleRegisterInit)})
 	route("/v1/agent/register/{sessionId}/status", map[string]http.HandlerFunc{"GET": a.handleRegisterStatus})
 	route("/v1/agent/register/{sessionId}/verify", map[string]http.HandlerFunc{"GET": a.handleRegisterPage})
 	route("/v1/agent/verify/signature", map[string]http.HandlerFunc{"POST": a.handleVerifySignature})
@@ -64,15 +65,18 @@ func (a *App) routes() *http.ServeMux {
 	route("/v1/agent/verify/public-key/{publicKey}", map[string]http.HandlerFunc{"GET": a.handleLookupPublicKey})
 	route("/v1/human/leaderboard", map[string]http.HandlerFunc{"GET": a.handleLeaderboard})
 	route("/v1/palm/challenges/{challengeId}", map[string]http.HandlerFunc{"GET": a.handlePalmChallenge})
-	route("/v1/palm/challenges/{challengeId}/assertion", map[string]http.HandlerFunc{"POST": a.handlePalmAssertion})
-	route("/v1/palm/challenges/{challengeId}/deny", map[string]http.HandlerFunc{"POST": a.handlePalmDeny})
-	route("/v1/palm/challenges/{challengeId}/dev-scan", map[string]http.HandlerFunc{"POST": a.handlePalmDevScan})
-	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": a.handleAuthorize, "POST": a.handleAuthorize})
+	route("/v1/palm/challenges/{challengeId}/assertion", map[string]http.HandlerFunc{"POST": a.limited(a.handlePalmAssertion)})
+	route("/v1/palm/challenges/{challengeId}/deny", map[string]http.HandlerFunc{"POST": a.limited(a.handlePalmDeny)})
+	route("/v1/palm/challenges/{challengeId}/dev-scan", map[string]http.HandlerFunc{"POST": a.limited(a.handlePalmDevScan)})
+	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": a.limited(a.handleAuthorize), "POST": a.limited(a.handleAuthorize)})
 	route("/oauth2/verify", map[string]http.HandlerFunc{"GET": a.handleLoginPage})
 	route("/oauth2/token", map[string]http.HandlerFunc{"POST": a.handleToken})
 	route("/oauth2/userinfo", map[string]http.HandlerFunc{"GET": a.handleUserinfo, "POST": a.handleUserinfo})
 	route("/oauth2/.well-known/openid-configuration", map[string]http.HandlerFunc{"GET": a.handleDiscovery})
 	route("/oauth2/jwks", map[string]http.HandlerFunc{"GET": a.handleJWKS})
+	route("/oauth2/introspect", map[string]http.HandlerFunc{"POST": a.handleIntrospect})
+	route("/oauth2/revoke", map[string]http.HandlerFunc{"POST": a.handleRevoke})
+	mux.HandleFunc("/oauth2/check", a.handleCheck)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
 	})
@@ -141,6 +145,8 @@ func (a *App) errorFor(err error) *apiError {
 			status = http.StatusConflict
 		case errors.Is(ae.Kind, agent.ErrSessionNotFound):
 			status = http.StatusNotFound
+		case errors.Is(ae.Kind, agent.ErrTooManyPending):
+			status = http.StatusTooManyRequests
 		}
 		return &apiError{Status: status, Message: ae.Message, Code: ae.Code, Details: ae.Details}
 	}

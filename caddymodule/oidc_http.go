@@ -29,6 +29,11 @@ type oauthErrorBody struct {
 // writeOAuthError answers an OAuth error: a redirect when it carries a redirect_uri,
 // otherwise JSON with 401 for client authentication and 400 for the rest.
 func (a *App) writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
+	var tooLarge *apiError
+	if errors.As(err, &tooLarge) {
+		writeJSON(w, tooLarge.Status, oauthErrorBody{Error: oidc.ErrInvalidRequest, Description: tooLarge.Message})
+		return
+	}
 	var oe *oidc.Error
 	if !errors.As(err, &oe) {
 		a.logger.Error("palmgate oauth request failed", zap.String("path", r.URL.Path), zap.Error(err))
@@ -59,7 +64,11 @@ func formParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	if err := r.ParseForm(); err != nil {
-		return nil, &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "the form body is malformed or larger than 64 KiB"}
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: "the form body is larger than 64 KiB", Code: codeBodyTooLarge}
+		}
+		return nil, &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "the form body is malformed"}
 	}
 	return r.PostForm, nil
 }
@@ -153,6 +162,7 @@ func (a *App) handleToken(w http.ResponseWriter, r *http.Request) {
 		err = &oidc.Error{Code: oidc.ErrUnsupportedGrantType, Description: "grant_type must be authorization_code or refresh_token"}
 	}
 	if err != nil {
+		a.limiter.charge(r) // failed token calls count against the client's rate limit
 		a.writeOAuthError(w, r, err)
 		return
 	}
@@ -162,10 +172,6 @@ func (a *App) handleToken(w http.ResponseWriter, r *http.Request) {
 
 // authenticateClient accepts client_secret_post and client_secret_basic, not both.
 func (a *App) authenticateClient(r *http.Request, params url.Values) (string, error) {
-	return authenticateClient(a.oidc, r, params)
-}
-
-func authenticateClient(svc *oidc.Service, r *http.Request, params url.Values) (string, error) {
 	id, secret, basic := r.BasicAuth()
 	if basic {
 		if params.Has("client_secret") {
@@ -183,7 +189,7 @@ func authenticateClient(svc *oidc.Service, r *http.Request, params url.Values) (
 	} else {
 		id, secret = params.Get("client_id"), params.Get("client_secret")
 	}
-	if err := svc.AuthenticateClient(id, secret); err != nil {
+	if err := a.oidc.AuthenticateClient(id, secret); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -216,6 +222,10 @@ func (a *App) handleDiscovery(w http.ResponseWriter, r *http.Request) {
 		"authorization_endpoint": iss + "/authorize",
 		"token_endpoint":         iss + "/token",
 		"userinfo_endpoint":      iss + "/userinfo",
+		"introspection_endpoint": iss + "/introspect",
+		"revocation_endpoint":    iss + "/revoke",
+		"introspection_endpoint_auth_methods_supported": []string{"client_secret_post", "client_secret_basic"},
+		"revocation_endpoint_auth_methods_supported":    []string{"client_secret_post", "client_secret_basic"},
 		"jwks_uri":                              iss + "/jwks",
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
@@ -244,8 +254,12 @@ func (a *App) handleJWKS(w http.ResponseWriter, r *http.Request) {
 }
 
 // clientRequest reads a client-authenticated form POST (the token, introspection and
-// revocation endpoints), answering the error itself when it fails.
+// revocation endpoints), answering the error itself when it fails. Failures count
+// against the client address's rate limit, so secrets cannot be guessed quickly.
 func (a *App) clientRequest(w http.ResponseWriter, r *http.Request) (string, url.Values, bool) {
+	if !a.limiter.admits(w, r) {
+		return "", nil, false
+	}
 	params, err := formParams(w, r)
 	if err == nil {
 		for name, values := range params {
@@ -260,6 +274,7 @@ func (a *App) clientRequest(w http.ResponseWriter, r *http.Request) (string, url
 		clientID, err = a.authenticateClient(r, params)
 	}
 	if err != nil {
+		a.limiter.charge(r)
 		a.writeOAuthError(w, r, err)
 		return "", nil, false
 	}

@@ -21,6 +21,9 @@ import (
 // retention is how long a session stays readable after it expires.
 const retention = 24 * time.Hour
 
+// MaxPendingSessions bounds the open registration sessions of one deviceId.
+const MaxPendingSessions = 32
+
 // Time is the JSON time of registry answers.
 type Time = jsontime.Time
 
@@ -141,6 +144,12 @@ func (s *Service) Init(ctx context.Context, c *Challenge) (*Session, error) {
 		if err := checkUnregistered(txn, c.DeviceID, c.PublicKey); err != nil {
 			return err
 		}
+		if err := s.checkPendingCap(txn, c.DeviceID); err != nil {
+			return err
+		}
+		if err := txn.Set(pendingKey(c.DeviceID, session.ID), nil, s.sessionTTL); err != nil {
+			return err
+		}
 		// The marker outlives every timestamp the age window still accepts.
 		if err := txn.Set(replay, nil, 2*s.challengeMaxAge+time.Minute); err != nil {
 			return err
@@ -154,6 +163,24 @@ func (s *Service) Init(ctx context.Context, c *Challenge) (*Session, error) {
 		return nil, err
 	}
 	return session, nil
+}
+
+// checkPendingCap refuses a new session when the device already has MaxPendingSessions
+// open ones, so that nobody can fill the store with sessions for one device.
+func (s *Service) checkPendingCap(txn storage.Txn, deviceID string) error {
+	n := 0
+	err := txn.Iterate(pendingPrefix(deviceID), func(_, _ []byte) (bool, error) {
+		n++
+		return n < MaxPendingSessions, nil
+	})
+	if err != nil {
+		return err
+	}
+	if n >= MaxPendingSessions {
+		return &Error{Kind: ErrTooManyPending, Code: CodeTooManyPendingInits,
+			Message: fmt.Sprintf("this deviceId already has %d pending registration sessions; complete or let one expire", MaxPendingSessions)}
+	}
+	return nil
 }
 
 func messageSum(c *Challenge) []byte {
@@ -264,6 +291,9 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 		}
 		session.Status, session.RegisteredAt = SessionCompleted, Time(now)
 	}
+	if err := txn.Delete(pendingKey(session.DeviceID, session.ID)); err != nil {
+		return err
+	}
 	return putSession(txn, session, time.Time(session.ExpiresAt).Sub(now)+retention)
 }
 
@@ -277,6 +307,9 @@ func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
 		return nil
 	}
 	session.Status = SessionFailed
+	if err := txn.Delete(pendingKey(session.DeviceID, session.ID)); err != nil {
+		return err
+	}
 	return putSession(txn, session, time.Time(session.ExpiresAt).Sub(o.s.now())+retention)
 }
 

@@ -11,6 +11,7 @@ var (
 	ErrInvalid           = errors.New("invalid request")
 	ErrAlreadyRegistered = errors.New("agent already registered")
 	ErrSessionNotFound   = errors.New("registration session not found")
+	ErrTooManyPending    = errors.New("too many pending registration sessions")
 )
 
 // Stable machine codes of registry errors (the `code` of the error body).

@@ -44,6 +44,9 @@ func (s *Service) VerifyAccessToken(ctx context.Context, token string) (*AccessC
 	return claims, nil
 }
 
+// Revocations is the set of revoked grants, for verifiers of access tokens.
+func (s *Service) Revocations() bearer.Revocations { return s.revocations }
+
 // AccessVerifier is the verifier of this issuer's access tokens, with its cache and
 // revocation set, for resource servers in the same process.
 func (s *Service) AccessVerifier() *bearer.Verifier { return s.access }

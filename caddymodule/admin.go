@@ -1,0 +1,58 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/palmgate/palmgate/core/keys"
+)
+
+func init() {
+	caddy.RegisterModule(AdminAPI{})
+}
+
+// AdminAPI adds palmgate's routes to Caddy's admin endpoint:
+//
+//	POST /palmgate/keys/rotate   new active signing keys (RS256 and ES256); the old
+//	                             ones stay in the JWKS so issued tokens keep verifying
+type AdminAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (AdminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.palmgate",
+		New: func() caddy.Module { return new(AdminAPI) },
+	}
+}
+
+// Routes returns the admin routes.
+func (AdminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{Pattern: "/palmgate/keys/rotate", Handler: caddy.AdminHandlerFunc(rotateKeys)}}
+}
+
+func rotateKeys(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed", r.Method)}
+	}
+	app, err := caddy.ActiveContext().AppIfConfigured("palmgate")
+	if err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("palmgate is not configured: %w", err)}
+	}
+	set := app.(*App).keys
+	kids := map[string]string{}
+	for _, alg := range []string{keys.RS256, keys.ES256} {
+		k, err := set.Rotate(r.Context(), alg)
+		if err != nil {
+			return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("rotating %s key: %w", alg, err)}
+		}
+		kids[alg] = k.ID
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(map[string]any{"active": kids})
+}
+
+// Interface guard
+var _ caddy.AdminRouter = AdminAPI{}

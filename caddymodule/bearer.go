@@ -1,0 +1,221 @@
+package caddymodule
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/keys"
+)
+
+func init() {
+	caddy.RegisterModule(Bearer{})
+	httpcaddyfile.RegisterHandlerDirective("palmgate_bearer", parseBearer)
+}
+
+// Defaults of the bearer middleware in remote mode.
+const (
+	DefaultRefetchInterval = 30 * time.Second
+	DefaultIssuerTimeout   = 5 * time.Second
+)
+
+// Bearer admits only requests that carry a valid palmgate access token in
+// `Authorization: Bearer`, and tells the upstream who made them: it sets the
+// placeholders {http.auth.user.id} (the pairwise sub), {http.auth.user.scope} and
+// {http.auth.user.client_id}, and the X-Palmgate-Sub, X-Palmgate-Scope and
+// X-Palmgate-Client-Id request headers. Refusals follow RFC 6750: 401 with
+// `WWW-Authenticate: Bearer` (error="invalid_token" for a bad token), 403 with
+// error="insufficient_scope".
+//
+// In local mode (no issuer) the palmgate app of the same Caddy verifies tokens, and
+// revoked grants are refused. In remote mode the issuer's keys are fetched by OIDC
+// discovery and cached.
+type Bearer struct {
+	// Issuer is the OIDC issuer of a remote palmgate, such as
+	// https://id.example.com/oauth2. Empty: the palmgate app of this Caddy.
+	Issuer string `json:"issuer,omitempty"`
+
+	// Scopes that every admitted token must have been granted (all of them).
+	Scopes []string `json:"scopes,omitempty"`
+
+	// StripToken removes the Authorization header before the request goes on.
+	StripToken bool `json:"strip_token,omitempty"`
+
+	// Realm is the realm of WWW-Authenticate challenges. Default: palmgate.
+	Realm string `json:"realm,omitempty"`
+
+	// RefetchInterval bounds how often an unknown key id refetches a remote issuer's
+	// keys. Default: 30s.
+	RefetchInterval caddy.Duration `json:"refetch_interval,omitempty"`
+
+	// Timeout bounds each request to a remote issuer. Default: 5s.
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+
+	// CacheSize bounds how many verified tokens are remembered (by hash, until they
+	// expire), so that a repeated token costs no signature check. Default: 10000;
+	// -1 disables the cache.
+	CacheSize int `json:"cache_size,omitempty"`
+
+	verifier *bearer.Verifier
+	logger   *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Bearer) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.palmgate_bearer",
+		New: func() caddy.Module { return new(Bearer) },
+	}
+}
+
+// Provision builds the token verifier.
+func (b *Bearer) Provision(ctx caddy.Context) error {
+	b.logger = ctx.Logger()
+	if b.Realm == "" {
+		b.Realm = realm
+	}
+	if b.Issuer == "" {
+		app, err := ctx.AppIfConfigured("palmgate")
+		if errors.Is(err, caddy.ErrNotConfigured) {
+			return errors.New("palmgate_bearer: without an issuer it needs the palmgate global option in the same Caddy")
+		}
+		if err != nil {
+			return err
+		}
+		pg := app.(*App)
+		b.verifier = bearer.NewVerifier(bearer.Config{
+			Issuer: pg.oidc.Issuer(), Algorithm: keys.ES256, Keys: pg.keys,
+			Revocations: pg.oidc.Revocations(), CacheSize: b.CacheSize,
+		})
+		return nil
+	}
+	b.Issuer = strings.TrimSuffix(b.Issuer, "/")
+	if err := validateRemoteIssuer(b.Issuer); err != nil {
+		return err
+	}
+	defaultDuration(&b.RefetchInterval, DefaultRefetchInterval)
+	defaultDuration(&b.Timeout, DefaultIssuerTimeout)
+	remote := bearer.NewRemoteKeys(b.Issuer, &http.Client{Timeout: time.Duration(b.Timeout)}, time.Duration(b.RefetchInterval), nil)
+	b.verifier = bearer.NewVerifier(bearer.Config{Issuer: b.Issuer, Algorithm: keys.ES256, Keys: remote, CacheSize: b.CacheSize})
+	go func() {
+		if err := remote.Prefetch(ctx); err != nil {
+			b.logger.Warn("palmgate_bearer: issuer keys not loaded yet; retrying on demand", zap.String("issuer", b.Issuer), zap.Error(err))
+		}
+	}()
+	return nil
+}
+
+func validateRemoteIssuer(issuer string) error {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
+		return fmt.Errorf("palmgate_bearer issuer: %q must be an https URL (http only on loopback)", issuer)
+	}
+	return nil
+}
+
+// ServeHTTP admits requests with a valid token and refuses the others.
+func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	claims, refusal := checkBearer(r, b.verifier, b.Scopes, b.Realm)
+	if refusal != nil {
+		refusal.write(w, b.logger)
+		return nil
+	}
+	if b.StripToken {
+		r.Header.Del("Authorization")
+	}
+	setIdentityHeaders(r.Header, claims)
+	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	repl.Set("http.auth.user.id", claims.Subject)
+	repl.Set("http.auth.user.scope", claims.Scope)
+	repl.Set("http.auth.user.client_id", claims.ClientID)
+	return next.ServeHTTP(w, r)
+}
+
+// UnmarshalCaddyfile sets up the middleware:
+//
+//	palmgate_bearer {
+//		scope <scope> [<scope>...]
+//		issuer <url>
+//		strip_token
+//		realm <realm>
+//		refetch_interval <duration>
+//		timeout <duration>
+//		cache_size <tokens>
+//	}
+func (b *Bearer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		switch option := d.Val(); option {
+		case "scope":
+			scopes := d.RemainingArgs()
+			if len(scopes) == 0 {
+				return d.Errf("palmgate_bearer scope: needs at least one scope")
+			}
+			b.Scopes = append(b.Scopes, scopes...)
+		case "issuer":
+			if err := singleArg(d, &b.Issuer); err != nil {
+				return err
+			}
+		case "strip_token":
+			if d.NextArg() {
+				return d.Errf("palmgate_bearer strip_token: takes no argument")
+			}
+			b.StripToken = true
+		case "realm":
+			if err := singleArg(d, &b.Realm); err != nil {
+				return err
+			}
+			if strings.ContainsAny(b.Realm, `"\`) {
+				return d.Errf("palmgate_bearer realm: must not contain quotes or backslashes")
+			}
+		case "refetch_interval":
+			if err := parseDuration(d, &b.RefetchInterval); err != nil {
+				return err
+			}
+		case "timeout":
+			if err := parseDuration(d, &b.Timeout); err != nil {
+				return err
+			}
+		case "cache_size":
+			var n string
+			if err := singleArg(d, &n); err != nil {
+				return err
+			}
+			size, err := strconv.Atoi(n)
+			if err != nil || size < -1 {
+				return d.Errf("palmgate_bearer cache_size: %q is not a number of tokens (or -1 for none)", n)
+			}
+			b.CacheSize = size
+		default:
+			return d.Errf("palmgate_bearer: unknown option %q", option)
+		}
+	}
+	return nil
+}
+
+func parseBearer(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	var b Bearer
+	err := b.UnmarshalCaddyfile(h.Dispenser)
+	return &b, err
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Bearer)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Bearer)(nil)
+	_ caddyfile.Unmarshaler       = (*Bearer)(nil)
+)

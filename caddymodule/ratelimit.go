@@ -1,0 +1,138 @@
+package caddymodule
+
+import (
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"golang.org/x/time/rate"
+)
+
+// maxTrackedClients bounds the memory of the rate limiter; past it, idle clients
+// are forgotten first, and if none is idle the new client shares a common bucket.
+const maxTrackedClients = 100000
+
+// limiter bounds unauthenticated writes per client IP (as Caddy determines it,
+// honouring the server's trusted_proxies): a token bucket of `requests` refilled over
+// `window`.
+type limiter struct {
+	every  rate.Limit
+	burst  int
+	window time.Duration
+
+	mu       sync.Mutex
+	clients  map[string]*client
+	overflow *rate.Limiter
+	sweepAt  time.Time
+}
+
+type client struct {
+	bucket   *rate.Limiter
+	lastSeen time.Time
+}
+
+func newLimiter(cfg *RateLimit) *limiter {
+	if cfg == nil || cfg.Off {
+		return nil
+	}
+	window := time.Duration(cfg.Window)
+	every := rate.Limit(float64(cfg.Requests) / window.Seconds())
+	return &limiter{
+		every: every, burst: cfg.Requests, window: window,
+		clients:  map[string]*client{},
+		overflow: rate.NewLimiter(every*100, cfg.Requests*100),
+	}
+}
+
+// bucket returns the client's bucket.
+func (l *limiter) bucket(r *http.Request, now time.Time) *rate.Limiter {
+	ip := clientIP(r)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.After(l.sweepAt) {
+		for k, c := range l.clients {
+			if now.Sub(c.lastSeen) > l.window {
+				delete(l.clients, k) // a full bucket again; nothing is lost
+			}
+		}
+		l.sweepAt = now.Add(l.window)
+	}
+	c, ok := l.clients[ip]
+	if !ok {
+		if len(l.clients) >= maxTrackedClients {
+			return l.overflow
+		}
+		c = &client{bucket: rate.NewLimiter(l.every, l.burst)}
+		l.clients[ip] = c
+	}
+	c.lastSeen = now
+	return c.bucket
+}
+
+// allow takes one request from the client's bucket, or answers 429 with
+// Retry-After and returns false.
+func (l *limiter) allow(w http.ResponseWriter, r *http.Request) bool {
+	if l == nil {
+		return true
+	}
+	now := time.Now()
+	b := l.bucket(r, now)
+	if b.AllowN(now, 1) {
+		return true
+	}
+	l.refuse(w, b, now)
+	return false
+}
+
+// admits reports whether the client has a request left, without taking it (for
+// endpoints that only count failures), answering 429 when it has not.
+func (l *limiter) admits(w http.ResponseWriter, r *http.Request) bool {
+	if l == nil {
+		return true
+	}
+	now := time.Now()
+	b := l.bucket(r, now)
+	if b.TokensAt(now) >= 1 {
+		return true
+	}
+	l.refuse(w, b, now)
+	return false
+}
+
+// charge takes one request from the client's bucket (a failure that counts).
+func (l *limiter) charge(r *http.Request) {
+	if l != nil {
+		l.bucket(r, time.Now()).AllowN(time.Now(), 1)
+	}
+}
+
+func (l *limiter) refuse(w http.ResponseWriter, b *rate.Limiter, now time.Time) {
+	wait := (1 - b.TokensAt(now)) / float64(l.every)
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(wait, 1)))))
+	writeJSON(w, http.StatusTooManyRequests, &apiError{Message: "too many requests from this address; retry later", Code: codeRateLimited})
+}
+
+// clientIP is the client address Caddy determined for the request.
+func clientIP(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// limited wraps a handler of unauthenticated writes with the rate limit.
+func (a *App) limited(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if a.limiter.allow(w, r) {
+			h(w, r)
+		}
+	}
+}
