@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/storage"
 )
 
 func init() {
@@ -18,6 +19,8 @@ func init() {
 //
 //	POST /palmgate/keys/rotate   new active signing keys (RS256 and ES256); the old
 //	                             ones stay in the JWKS so issued tokens keep verifying
+//	GET  /palmgate/stats         live record counts by kind (a full scan: for
+//	                             operators and tests, not for monitoring at high rates)
 type AdminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -30,18 +33,46 @@ func (AdminAPI) CaddyModule() caddy.ModuleInfo {
 
 // Routes returns the admin routes.
 func (AdminAPI) Routes() []caddy.AdminRoute {
-	return []caddy.AdminRoute{{Pattern: "/palmgate/keys/rotate", Handler: caddy.AdminHandlerFunc(rotateKeys)}}
+	return []caddy.AdminRoute{
+		{Pattern: "/palmgate/keys/rotate", Handler: caddy.AdminHandlerFunc(rotateKeys)},
+		{Pattern: "/palmgate/stats", Handler: caddy.AdminHandlerFunc(stats)},
+	}
+}
+
+// activeApp returns the palmgate app of the running config.
+func activeApp() (*App, error) {
+	app, err := caddy.ActiveContext().AppIfConfigured("palmgate")
+	if err != nil {
+		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("palmgate is not configured: %w", err)}
+	}
+	return app.(*App), nil
+}
+
+func stats(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed", r.Method)}
+	}
+	app, err := activeApp()
+	if err != nil {
+		return err
+	}
+	counts, err := storage.CountByKind(r.Context(), app.store)
+	if err != nil {
+		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(map[string]any{"records": counts})
 }
 
 func rotateKeys(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed", r.Method)}
 	}
-	app, err := caddy.ActiveContext().AppIfConfigured("palmgate")
+	app, err := activeApp()
 	if err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("palmgate is not configured: %w", err)}
+		return err
 	}
-	set := app.(*App).keys
+	set := app.keys
 	kids := map[string]string{}
 	for _, alg := range []string{keys.RS256, keys.ES256} {
 		k, err := set.Rotate(r.Context(), alg)
