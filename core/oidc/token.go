@@ -133,8 +133,9 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	if verifier != "" && !pkceVerifier.MatchString(verifier) {
 		return nil, oauthError(ErrInvalidRequest, "code_verifier must be 43 to 128 unreserved characters")
 	}
-	grantID := uuid.NewString()
+	grantID, refreshJTI := uuid.NewString(), uuid.NewString()
 	var rec codeRecord
+	var g *grant
 	var reused bool
 	err := s.store.Update(ctx, func(txn storage.Txn) error {
 		reused = false
@@ -172,7 +173,12 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 		if err := txn.Set(codeKey(code), b, rec.ExpiresAt.Sub(s.now())+time.Second); err != nil {
 			return err
 		}
-		g := &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, AuthTime: rec.AuthTime}
+		// The grant and its first refresh token id are written with the code's use:
+		// one synced commit per exchange.
+		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, AuthTime: rec.AuthTime}
+		if slices.Contains(rec.Scopes, ScopeOfflineAccess) {
+			g.RefreshJTI = refreshJTI
+		}
 		return s.putGrant(txn, grantID, g, s.grantTTL(g))
 	})
 	if err != nil {
@@ -181,7 +187,11 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	if reused {
 		return nil, oauthError(ErrInvalidGrant, "the code was already used; the tokens issued from it are revoked")
 	}
-	return s.issue(ctx, grantID, clientID, rec.HumanID, rec.Scopes, rec.AuthTime, rec.Nonce)
+	var refreshExp time.Time
+	if g.RefreshJTI != "" {
+		refreshExp = g.ExpiresAt
+	}
+	return s.sign(grantID, clientID, rec.HumanID, rec.Scopes, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
 }
 
 func checkPKCE(challenge, verifier string) error {
@@ -315,30 +325,6 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 		scopes = asked
 	}
 	return s.sign(claims.GrantID, clientID, g.HumanID, scopes, g.AuthTime, "", newJTI, g.ExpiresAt)
-}
-
-// issue signs the tokens of a fresh grant, storing its first refresh token id.
-func (s *Service) issue(ctx context.Context, grantID, clientID, humanID string, scopes []string, authTime time.Time, nonce string) (*TokenResponse, error) {
-	var refreshJTI string
-	var refreshExp time.Time
-	if slices.Contains(scopes, ScopeOfflineAccess) {
-		refreshJTI = uuid.NewString()
-		err := s.store.Update(ctx, func(txn storage.Txn) error {
-			g, err := getGrant(txn, grantID)
-			if err != nil {
-				return err
-			}
-			if g.Revoked {
-				return oauthError(ErrInvalidGrant, "the grant was revoked")
-			}
-			g.RefreshJTI, refreshExp = refreshJTI, g.ExpiresAt
-			return s.putGrant(txn, grantID, g, 0)
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return s.sign(grantID, clientID, humanID, scopes, authTime, nonce, refreshJTI, refreshExp)
 }
 
 // sign makes the access token, the ID token and (with refreshJTI) the refresh token.
