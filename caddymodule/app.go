@@ -132,7 +132,8 @@ type Client struct {
 	ID string `json:"client_id,omitempty"`
 	// Secret is the client_secret; placeholders such as {env.APP_SECRET} work.
 	Secret string `json:"secret,omitempty"`
-	// RedirectURIs are the registered redirect URIs, matched exactly.
+	// RedirectURIs are the registered redirect URIs, matched exactly. A client without
+	// any cannot log users in, but can introspect and revoke tokens (a resource server).
 	RedirectURIs []string `json:"redirect_uris,omitempty"`
 	// Name is shown to the person on the login page.
 	Name string `json:"name,omitempty"`
@@ -327,9 +328,6 @@ func validateClients(clients []Client) error {
 		seen[c.ID] = true
 		if c.Secret == "" {
 			return fmt.Errorf("client %s: secret is required", c.ID)
-		}
-		if len(c.RedirectURIs) == 0 {
-			return fmt.Errorf("client %s: at least one redirect_uri is required", c.ID)
 		}
 		for _, ru := range c.RedirectURIs {
 			u, err := url.Parse(ru)

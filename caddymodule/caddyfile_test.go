@@ -101,7 +101,6 @@ func TestValidate(t *testing.T) {
 		{"short pairwise secret", func(a *App) { a.PairwiseSecret = "short" }, "pairwise_secret"},
 		{"sub-second ttl", func(a *App) { a.AuthCodeTTL = 1 }, "auth_code_ttl"},
 		{"client without secret", func(a *App) { a.Clients = []Client{{ID: "c", RedirectURIs: []string{"https://a/cb"}}} }, "secret"},
-		{"client without redirect", func(a *App) { a.Clients = []Client{{ID: "c", Secret: "s"}} }, "redirect_uri"},
 		{"relative redirect", func(a *App) { a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"/cb"}}} }, "redirect_uri"},
 		{"client twice", func(a *App) {
 			c := Client{ID: "c", Secret: "s", RedirectURIs: []string{"https://a/cb"}}
