@@ -378,8 +378,16 @@ func (a *App) Cleanup() error {
 	return err
 }
 
-// ServeHTTP serves palmgate's own routes.
-func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+// ServeHTTP serves palmgate's own routes. A path with dot segments or empty segments
+// is no endpoint (404): http.ServeMux would answer it with an HTML redirect to its
+// cleaned form, which for /v1/x/../../y leads out of the API.
+func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.EscapedPath(); p != cleanPath(p) {
+		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
 
 // Interface guards
 var (

@@ -1,13 +1,16 @@
 package caddymodule
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -98,7 +101,31 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 		}
 		return nil, &apiError{Status: http.StatusBadRequest, Message: "reading body: " + err.Error(), Code: agent.CodeInvalidBody}
 	}
+	// encoding/json would replace invalid UTF-8 with U+FFFD (a palmSubject or nonce
+	// other than the one sent), and would decode null into an empty object.
+	if !utf8.Valid(body) {
+		return nil, &apiError{Status: http.StatusBadRequest, Message: "body is not valid UTF-8", Code: agent.CodeInvalidBody}
+	}
+	if rest := bytes.TrimLeft(body, " \t\r\n"); len(rest) == 0 || rest[0] != '{' {
+		return nil, &apiError{Status: http.StatusBadRequest, Message: "body is not a JSON object", Code: agent.CodeInvalidBody}
+	}
 	return body, nil
+}
+
+// cleanPath is the canonical form of a URL path, as http.ServeMux computes it:
+// no dot segments, no empty segments, the trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // decodeJSON reads a bounded JSON body into v.

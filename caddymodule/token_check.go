@@ -64,9 +64,20 @@ func checkBearer(r *http.Request, v *bearer.Verifier, scopes []string, realm str
 			body:      oauthErrorBody{Error: "invalid_token", Description: "the access token is invalid, expired or revoked"}}
 	case !claims.HasScopes(scopes...):
 		need := strings.Join(scopes, " ")
-		return nil, &refusal{status: http.StatusForbidden,
-			challenge: `Bearer realm="` + realm + `", error="insufficient_scope", scope="` + need + `"`,
-			body:      oauthErrorBody{Error: "insufficient_scope", Description: "the token lacks scope " + need}}
+		challenge := `Bearer realm="` + realm + `", error="insufficient_scope"`
+		if strings.IndexFunc(need, notScopeChar) < 0 {
+			// Only scope tokens go into the quoted string: a requested scope (the
+			// query of /oauth2/check) may hold quotes or control characters.
+			challenge += `, scope="` + need + `"`
+		}
+		return nil, &refusal{status: http.StatusForbidden, challenge: challenge,
+			body: oauthErrorBody{Error: "insufficient_scope", Description: "the token lacks scope " + need}}
 	}
 	return claims, nil
+}
+
+// notScopeChar reports a character that is neither in RFC 6749's scope-token syntax
+// (%x21 / %x23-5B / %x5D-7E) nor the space between scope tokens.
+func notScopeChar(c rune) bool {
+	return c != ' ' && (c < 0x21 || c > 0x7E || c == '"' || c == '\\')
 }

@@ -155,7 +155,8 @@ func (c *Challenge) checkRegistrationForm(now time.Time, maxAge time.Duration) e
 	}
 	digits := c.Message[i+len("-register-"):]
 	ts, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || digits == "" || digits[0] == '+' || digits[0] == '-' {
+	// Canonical decimal only: "-register-007" is not the form of timestamp 7.
+	if err != nil || digits == "" || digits[0] == '+' || digits[0] == '-' || digits != strconv.FormatInt(ts, 10) {
 		return invalid(CodeInvalidMessage, "message", "message must end with the timestamp in milliseconds")
 	}
 	if ts != c.Timestamp {
