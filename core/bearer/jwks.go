@@ -37,6 +37,7 @@ type RemoteKeys struct {
 	mu        sync.RWMutex
 	keys      map[string]remoteKey
 	lastFetch time.Time
+	lastErr   error // of the last fetch
 }
 
 type remoteKey struct {
@@ -66,11 +67,11 @@ func (r *RemoteKeys) Key(ctx context.Context, kid string) (crypto.PublicKey, str
 	}
 	r.mu.RLock()
 	recent := !r.lastFetch.IsZero() && r.now().Sub(r.lastFetch) < r.minRefetch
-	haveKeys := r.keys != nil
+	lastErr := r.lastErr
 	r.mu.RUnlock()
 	if recent {
-		if !haveKeys {
-			return nil, "", ErrIssuerUnavailable
+		if lastErr != nil { // the key set may be stale: we cannot tell a new key from a forged one
+			return nil, "", fmt.Errorf("%w: %v", ErrIssuerUnavailable, lastErr)
 		}
 		return nil, "", fmt.Errorf("%w: unknown key id", ErrInvalidToken)
 	}
@@ -98,21 +99,30 @@ func (r *RemoteKeys) Prefetch(ctx context.Context) error {
 	return r.fetch(ctx)
 }
 
-// fetch reads discovery (once) and the key set. Called with fetchMu held.
+// fetch reads discovery (once) and the key set, and records the outcome. Called with
+// fetchMu held.
 func (r *RemoteKeys) fetch(ctx context.Context) error {
+	keys, err := r.fetchKeys(ctx)
 	r.mu.Lock()
-	r.lastFetch = r.now()
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	r.lastFetch, r.lastErr = r.now(), err
+	if err == nil {
+		r.keys = keys
+	}
+	return err
+}
+
+func (r *RemoteKeys) fetchKeys(ctx context.Context) (map[string]remoteKey, error) {
 	if r.jwksURI == "" {
 		var doc struct {
 			Issuer  string `json:"issuer"`
 			JWKSURI string `json:"jwks_uri"`
 		}
 		if err := r.getJSON(ctx, r.issuer+"/.well-known/openid-configuration", &doc); err != nil {
-			return fmt.Errorf("discovery: %w", err)
+			return nil, fmt.Errorf("discovery: %w", err)
 		}
 		if doc.Issuer != r.issuer || doc.JWKSURI == "" {
-			return fmt.Errorf("discovery document names issuer %q (want %q) and jwks_uri %q", doc.Issuer, r.issuer, doc.JWKSURI)
+			return nil, fmt.Errorf("discovery document names issuer %q (want %q) and jwks_uri %q", doc.Issuer, r.issuer, doc.JWKSURI)
 		}
 		r.jwksURI = doc.JWKSURI
 	}
@@ -120,7 +130,7 @@ func (r *RemoteKeys) fetch(ctx context.Context) error {
 		Keys []json.RawMessage `json:"keys"`
 	}
 	if err := r.getJSON(ctx, r.jwksURI, &set); err != nil {
-		return fmt.Errorf("jwks: %w", err)
+		return nil, fmt.Errorf("jwks: %w", err)
 	}
 	keys := make(map[string]remoteKey, len(set.Keys))
 	for _, raw := range set.Keys {
@@ -130,10 +140,7 @@ func (r *RemoteKeys) fetch(ctx context.Context) error {
 		}
 		keys[kid] = k
 	}
-	r.mu.Lock()
-	r.keys = keys
-	r.mu.Unlock()
-	return nil
+	return keys, nil
 }
 
 func (r *RemoteKeys) getJSON(ctx context.Context, url string, v any) error {
