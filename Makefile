@@ -3,7 +3,9 @@ GO      ?= go
 BIN     := bin/caddy
 PKGS    := ./...
 
-.PHONY: build run test test-short vet clean
+.PHONY: build run test vet clean fuzz
+
+FUZZTIME ?= 60s
 
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
@@ -17,6 +19,10 @@ run: build
 test: build
 	$(GO) vet $(PKGS)
 	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m $(PKGS)
+
+## fuzz: every fuzz target for FUZZTIME each (default 60s), stopping at the first failure
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 clean:
 	rm -rf bin data

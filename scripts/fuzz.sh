@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for FUZZTIME each, one after another, and stops at the first
+# failure (whose input Go writes to <package>/testdata/fuzz/<FuzzName>/; commit it
+# with the fix, it then runs as a regression test with every `go test`).
+#
+#   scripts/fuzz.sh                       every target, FUZZTIME each (default 30s)
+#   FUZZTIME=5s scripts/fuzz.sh           CI
+#   scripts/fuzz.sh FuzzAuthorize ...     only the named targets
+#
+# FUZZMINIMIZETIME (default 5s) bounds how long Go minimizes each new or failing
+# input; Go's 60s default would eat short runs. FUZZPARALLEL sets the number of
+# fuzzing workers (default: GOMAXPROCS).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GO="${GO:-go}"
+FUZZTIME="${FUZZTIME:-30s}"
+FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-5s}"
+
+# package target
+TARGETS=(
+	"./core/agent FuzzParseChallenge"
+	"./core/agent FuzzRegistrationForm"
+	"./core/agent FuzzParsePublicKey"
+	"./core/palm FuzzVerifyAssertion"
+	"./core/oidc FuzzAuthorize"
+	"./core/oidc FuzzTokenForm"
+	"./core/bearer FuzzVerify"
+	"./caddymodule FuzzBearerHeader"
+	"./caddymodule FuzzCaddyfileGlobalOption"
+)
+
+wanted() {
+	[ $# -eq 1 ] && return 0
+	local name=$1 w
+	shift
+	for w in "$@"; do
+		[ "$w" = "$name" ] && return 0
+	done
+	return 1
+}
+
+flags=(-run '^$' -fuzztime "$FUZZTIME" -fuzzminimizetime "$FUZZMINIMIZETIME")
+if [ -n "${FUZZPARALLEL:-}" ]; then
+	flags+=(-parallel "$FUZZPARALLEL")
+fi
+
+ran=0
+for entry in "${TARGETS[@]}"; do
+	read -r pkg name <<<"$entry"
+	wanted "$name" "$@" || continue
+	echo "fuzz: $name ($pkg) for $FUZZTIME"
+	if ! "$GO" test "${flags[@]}" -fuzz "^${name}\$" "$pkg"; then
+		echo "fuzz: $name FAILED; the failing input is in ${pkg#./}/testdata/fuzz/$name/" >&2
+		exit 1
+	fi
+	ran=$((ran + 1))
+done
+if [ "$ran" -eq 0 ]; then
+	echo "fuzz: no target named $*" >&2
+	exit 2
+fi
+echo "fuzz: $ran targets passed, $FUZZTIME each"
