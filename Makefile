@@ -3,9 +3,10 @@ GO      ?= go
 BIN     := bin/caddy
 PKGS    := ./...
 
-.PHONY: build run test vet clean fuzz
+.PHONY: build run test vet clean fuzz soak test-crash
 
 FUZZTIME ?= 60s
+SOAK_DURATION ?= 10m
 
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
@@ -23,6 +24,14 @@ test: build
 ## fuzz: every fuzz target for FUZZTIME each (default 60s), stopping at the first failure
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+## soak: mixed load against bin/caddy for SOAK_DURATION; RSS, disk and record counts to soak.csv
+soak: build
+	$(GO) run ./soak -duration $(SOAK_DURATION) -caddy $(BIN) -out soak.csv
+
+## test-crash: only the crash (20 SIGKILLs under load) and reload (10 reloads under load) tests
+test-crash: build
+	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -count=1 -v -run 'Crash|ReloadUnderLoad' ./integration/
 
 clean:
 	rm -rf bin data

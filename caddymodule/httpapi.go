@@ -18,6 +18,10 @@ import (
 	"github.com/palmgate/palmgate/core/palm"
 )
 
+// statusClientClosedRequest is the non-standard status Caddy and nginx log when the
+// client went away before the answer.
+const statusClientClosedRequest = 499
+
 // maxBodyBytes bounds every request body palmgate reads.
 const maxBodyBytes = 64 << 10
 
@@ -40,6 +44,7 @@ const (
 	codeNotFound         = "not_found"
 	codeInternal         = "internal_error"
 	codeRateLimited      = "rate_limited"
+	codeClientClosed     = "client_closed_request"
 )
 
 // routes builds the mux of palmgate's paths. Each path answers 405 with an Allow
@@ -152,6 +157,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError answers err with its status and the JSON error body. Errors that are
 // not the client's are logged and answered 500 without detail.
 func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		// The client went away: nobody reads the answer, and it is not a fault.
+		writeJSON(w, statusClientClosedRequest, &apiError{Message: "client closed the request", Code: codeClientClosed})
+		return
+	}
 	e := a.errorFor(err)
 	if e.Status == http.StatusInternalServerError {
 		a.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))

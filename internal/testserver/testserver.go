@@ -213,6 +213,8 @@ func (s *Server) spawn() (*process, error) {
 	cmd.Env = s.env()
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log
+	// If the test process dies abruptly, the server dies with it (Linux).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	fmt.Fprintf(s.log, "=== %s run (config %s)\n", time.Now().Format(time.RFC3339Nano), s.ConfigPath)
 	if err := cmd.Start(); err != nil {
 		return nil, err
