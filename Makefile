@@ -3,10 +3,12 @@ GO      ?= go
 BIN     := bin/caddy
 PKGS    := ./...
 
-.PHONY: build run test vet clean fuzz soak test-crash
+.PHONY: build run test vet clean fuzz soak test-crash bench bench-go
 
 FUZZTIME ?= 60s
 SOAK_DURATION ?= 10m
+BENCH_DURATION ?= 10s
+BENCHFLAGS ?=
 
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
@@ -32,6 +34,16 @@ soak: build
 ## test-crash: only the crash (20 SIGKILLs under load) and reload (10 reloads under load) tests
 test-crash: build
 	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -count=1 -v -run 'Crash|ReloadUnderLoad' ./integration/
+
+## bench: req/s through Caddy for reverse_proxy alone, palmgate_bearer (reused token,
+## cache off, a new token per request) and /oauth2/check, interleaved rounds, PASS/MISS
+## per goal; exits 0 unless something errs (docs/PERFORMANCE.md)
+bench: build
+	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -run '^TestLoad$$' -v -count=1 -timeout 30m ./bench -args -load -load.duration=$(BENCH_DURATION) $(BENCHFLAGS)
+
+## bench-go: the go test -bench suite (through Caddy, and bearer.Verifier alone)
+bench-go: build
+	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 3s ./bench
 
 clean:
 	rm -rf bin data

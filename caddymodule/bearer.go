@@ -94,6 +94,12 @@ func (b *Bearer) Provision(ctx caddy.Context) error {
 			return err
 		}
 		pg := app.(*App)
+		if b.CacheSize == 0 {
+			// One cache for the whole issuer: userinfo, /oauth2/check and every
+			// route, primed with the tokens this instance issues.
+			b.verifier = pg.oidc.AccessVerifier()
+			return nil
+		}
 		b.verifier = bearer.NewVerifier(bearer.Config{
 			Issuer: pg.oidc.Issuer(), Algorithm: keys.ES256, Keys: pg.keys,
 			Revocations: pg.oidc.Revocations(), CacheSize: b.CacheSize,

@@ -337,16 +337,19 @@ func (s *Service) sign(grantID, clientID, humanID string, scopes []string, authT
 	sub := PairwiseSubject(s.pairwiseSecret, cl.sector, humanID)
 	scope := joinScopes(scopes)
 	exp := now.Add(s.accessTTL)
-	access, err := s.keys.Sign(keys.ES256, TypeAccessToken, AccessClaims{
+	accessClaims := &AccessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.base},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp), ID: uuid.NewString(),
 		},
 		ClientID: clientID, Scope: scope, AuthTime: authTime.Unix(), GrantID: grantID,
-	})
+	}
+	access, err := s.keys.Sign(keys.ES256, TypeAccessToken, accessClaims)
 	if err != nil {
 		return nil, fmt.Errorf("signing access token: %w", err)
 	}
+	// This instance just signed it: its first use costs no signature check.
+	s.access.Remember(access, accessClaims)
 	idToken, err := s.keys.Sign(keys.RS256, TypeIDToken, IDClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},

@@ -1,0 +1,14 @@
+// Package bench measures requests per second through the real palmgate build of
+// Caddy (cmd/caddy, started by internal/testserver), on one Caddy instance and in
+// one run: reverse_proxy alone, palmgate_bearer in front of the same
+// reverse_proxy (a reused token served from the verified-token cache, the cache
+// turned off, a new token on every request) and /oauth2/check.
+//
+// It holds no code of its own outside its tests:
+//
+//	go test -run '^TestLoad$' -v -count=1 ./bench -args -load        # the load script (make bench)
+//	go test -run '^$' -bench . ./bench                               # the go test -bench suite
+//
+// A plain `go test ./bench` runs no benchmark and no load (TestLoad skips itself
+// without -load). docs/PERFORMANCE.md has the figures, the goals and the method.
+package bench

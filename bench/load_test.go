@@ -1,0 +1,454 @@
+package bench
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Flags of the load script (TestLoad); pass them after -args.
+var (
+	loadOn       = flag.Bool("load", false, "run TestLoad, the load script (make bench)")
+	loadDuration = flag.Duration("load.duration", 10*time.Second, "measured time of each scenario in each round")
+	loadWarmup   = flag.Duration("load.warmup", time.Second, "warm-up before each measured scenario, on the same connections")
+	loadRounds   = flag.Int("load.rounds", 5, "rounds; each runs every scenario once, in a rotated order; the report gives medians")
+	loadConns    = flag.Int("load.conns", 32, "concurrent keep-alive connections (at most 32: reverse_proxy keeps 32 idle upstream connections)")
+	loadTokens   = flag.Int("load.tokens", 2000, "distinct tokens per round for the new-token scenario, each sent once")
+	loadProfile  = flag.String("load.profile", "", "directory for CPU profiles of caddy (admin /debug/pprof/profile) during each scenario of the last round")
+	loadWrk      = flag.Bool("load.wrk", false, "cross-check with wrk (if on PATH) after the rounds")
+	loadOut      = flag.String("load.out", "", "also write the report (markdown) to this file")
+	loadOnly     = flag.String("load.only", "", "comma-separated scenarios to run (bare is always run); default all")
+)
+
+// Goals of the issue: shares of the bare reverse_proxy throughput.
+const (
+	goalCached   = 0.90
+	goalNewToken = 0.60
+)
+
+// noisyCores is the CPU (in cores) other processes may use during a measured
+// scenario before the report warns that it was disturbed.
+const noisyCores = 0.25
+
+// scenario is one kind of request, sent by every connection until the time is up
+// (or, with pool, each request of pool once).
+type scenario struct {
+	name, what string
+	warm, req  []byte
+	pool       [][]byte
+}
+
+// result is one measured run of a scenario.
+type result struct {
+	requests      int
+	elapsed       time.Duration
+	p50, p99      time.Duration
+	caddyCPU      time.Duration // CPU time of the caddy process
+	selfCPU       time.Duration // CPU time of this process (the load generator)
+	busy, ticks   float64       // busy and total CPU ticks of the machine
+	otherFraction float64       // the machine's CPU used by other processes, in cores
+}
+
+func (r result) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
+
+// TestLoad is the load script: one Caddy, every scenario interleaved over
+// several rounds, medians, ratios to the bare reverse_proxy and the goals. It
+// reports a missed goal (MISS) but fails only when something errs.
+func TestLoad(t *testing.T) {
+	if !*loadOn {
+		t.Skip("the load script runs with -args -load (make bench)")
+	}
+	if *loadConns < 1 || *loadConns > 32 || *loadRounds < 1 || *loadDuration < time.Second {
+		t.Fatal("need 1 <= -load.conns <= 32, -load.rounds >= 1, -load.duration >= 1s")
+	}
+	s := startSite(t, 8)
+	host := strings.TrimPrefix(s.URL, "http://")
+	if s.pid == 0 {
+		t.Log("caddy's pid not found: no CPU figures")
+	}
+
+	// Every request carries the same Authorization header (but the new-token one),
+	// so that the requests cost the load generator and Caddy's parser the same.
+	base := []scenario{
+		{name: "bare", what: "reverse_proxy alone (GET /bare/x)", req: getRequest(host, "/bare/x", s.token)},
+		{name: "cached", what: "palmgate_bearer + reverse_proxy, reused token (GET /cached/x)", req: getRequest(host, "/cached/x", s.token)},
+		{name: "uncached", what: "palmgate_bearer + reverse_proxy, cache_size -1 (GET /uncached/x)", req: getRequest(host, "/uncached/x", s.token)},
+		{name: "newtoken", what: fmt.Sprintf("palmgate_bearer + reverse_proxy, a new token per request (%d tokens, GET /cached/x)", *loadTokens)},
+		{name: "check", what: "/oauth2/check?scope=openid, reused token", req: getRequest(host, "/oauth2/check?scope=openid", s.token)},
+	}
+	for i := range base {
+		base[i].warm = base[i].req
+	}
+	base[3].warm = base[2].req // warm up on the same code path: every request verifies a signature
+	if *loadOnly != "" {
+		only := strings.Split("bare,"+*loadOnly, ",")
+		base = slices.DeleteFunc(base, func(sc scenario) bool { return !slices.Contains(only, sc.name) })
+	}
+
+	pools := make([][][]byte, *loadRounds)
+	if slices.ContainsFunc(base, func(sc scenario) bool { return sc.name == "newtoken" }) {
+		mintStart := time.Now()
+		tokens := s.mint(t, *loadRounds**loadTokens)
+		for r := range pools {
+			for _, tok := range tokens[r**loadTokens : (r+1)**loadTokens] {
+				pools[r] = append(pools[r], getRequest(host, "/cached/x", tok))
+			}
+		}
+		fmt.Printf("minted %d access tokens by refresh grants in %s\n", len(tokens), time.Since(mintStart).Round(time.Millisecond))
+	}
+
+	results := map[string][]result{}
+	for r := range *loadRounds {
+		order := append(slices.Clone(base[r%len(base):]), base[:r%len(base)]...)
+		for _, sc := range order {
+			if sc.name == "newtoken" {
+				sc.pool = pools[r]
+			}
+			profile := ""
+			if *loadProfile != "" && r == *loadRounds-1 {
+				profile = filepath.Join(*loadProfile, sc.name+".pprof")
+			}
+			res, err := run(s, host, sc, profile)
+			if err != nil {
+				t.Fatalf("round %d, %s: %v", r+1, sc.name, err)
+			}
+			results[sc.name] = append(results[sc.name], res)
+			fmt.Printf("round %d  %-9s %9.0f req/s  p50 %-9s p99 %-9s caddy %5.1f µs/req  load generator %5.1f µs/req  other processes %.2f cores\n",
+				r+1, sc.name, res.rps(), res.p50, res.p99, perReq(res.caddyCPU, res), perReq(res.selfCPU, res), res.otherFraction)
+		}
+	}
+
+	report := summarize(base, results)
+	if *loadWrk {
+		report += wrkCrossCheck(t, s, base)
+	}
+	fmt.Print("\n" + report)
+	if *loadOut != "" {
+		if err := os.WriteFile(*loadOut, []byte(report), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func perReq(d time.Duration, r result) float64 {
+	return float64(d.Microseconds()) / float64(r.requests)
+}
+
+// run runs one scenario on fresh connections: the warm-up, then the measured part.
+func run(s *site, host string, sc scenario, profile string) (result, error) {
+	n := *loadConns
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		c, err := dial(host)
+		if err != nil {
+			return result{}, err
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	measureFrom := time.Now().Add(*loadWarmup)
+	end := measureFrom.Add(*loadDuration)
+	if sc.pool != nil {
+		end = measureFrom.Add(10 * *loadDuration) // a bound; the pool runs out first
+	}
+
+	var before cpuSample
+	var profErr error
+	var side sync.WaitGroup
+	side.Go(func() {
+		time.Sleep(time.Until(measureFrom))
+		before = sampleCPU(s.pid)
+	})
+	if profile != "" {
+		seconds := max(1, int(loadDuration.Seconds()))
+		if sc.pool != nil {
+			seconds = 1
+		}
+		side.Go(func() {
+			time.Sleep(time.Until(measureFrom))
+			profErr = fetchProfile(s.AdminAddr, seconds, profile)
+		})
+	}
+
+	var next atomic.Int64
+	lat := make([][]time.Duration, n)
+	lastDone := make([]time.Time, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for w, c := range conns {
+		wg.Go(func() {
+			for {
+				t0 := time.Now()
+				measuring := !t0.Before(measureFrom)
+				var req []byte
+				switch {
+				case measuring && !t0.Before(end):
+					return
+				case !measuring:
+					req = sc.warm
+				case sc.pool != nil:
+					i := next.Add(1) - 1
+					if i >= int64(len(sc.pool)) {
+						return
+					}
+					req = sc.pool[i]
+				default:
+					req = sc.req
+				}
+				code, err := c.roundTrip(req)
+				if err == nil && code != http.StatusOK {
+					err = fmt.Errorf("status %d", code)
+				}
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				if measuring {
+					done := time.Now()
+					lat[w] = append(lat[w], done.Sub(t0))
+					lastDone[w] = done
+				}
+			}
+		})
+	}
+	wg.Wait()
+	after := sampleCPU(s.pid)
+	side.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return result{}, err
+	}
+	if profErr != nil {
+		return result{}, fmt.Errorf("profile: %w", profErr)
+	}
+
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	if len(all) == 0 {
+		return result{}, errors.New("no request in the measured time")
+	}
+	slices.Sort(all)
+	last := slices.MaxFunc(lastDone, func(a, b time.Time) int { return a.Compare(b) })
+	res := result{
+		requests: len(all), elapsed: last.Sub(measureFrom),
+		p50: all[len(all)/2], p99: all[len(all)*99/100],
+		caddyCPU: after.caddy - before.caddy, selfCPU: after.self - before.self,
+		busy: after.busy - before.busy, ticks: after.total - before.total,
+	}
+	if res.ticks > 0 {
+		other := res.busy/res.ticks*float64(runtime.NumCPU()) - (res.caddyCPU+res.selfCPU).Seconds()/res.elapsed.Seconds()
+		res.otherFraction = max(0, other)
+	}
+	return res, nil
+}
+
+// cpuSample is a reading of CPU time counters.
+type cpuSample struct {
+	caddy, self time.Duration
+	busy, total float64 // ticks of all CPUs, from /proc/stat
+}
+
+// clockTick is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+func sampleCPU(pid int) cpuSample {
+	var s cpuSample
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); pid != 0 && err == nil {
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
+			if len(f) > 12 {
+				utime, _ := strconv.ParseInt(f[11], 10, 64)
+				stime, _ := strconv.ParseInt(f[12], 10, 64)
+				s.caddy = time.Duration(utime+stime) * clockTick
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		for i, v := range f[1:] {
+			if i >= 8 { // guest times are already in user and nice
+				break
+			}
+			n, _ := strconv.ParseFloat(v, 64)
+			s.total += n
+			if i != 3 && i != 4 { // idle, iowait
+				s.busy += n
+			}
+		}
+	}
+	return s
+}
+
+// fetchProfile saves a CPU profile of caddy from its admin endpoint.
+func fetchProfile(admin string, seconds int, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	c := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, seconds))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func medianDur(rs []result, f func(result) time.Duration) time.Duration {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = float64(f(r))
+	}
+	return time.Duration(median(v)).Round(time.Microsecond)
+}
+
+// summarize returns the report: the machine, the table of medians, the goals.
+func summarize(base []scenario, results map[string][]result) string {
+	var b strings.Builder
+	model := "unknown"
+	if ci, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(ci), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	fmt.Fprintf(&b, "machine: %d CPUs (%s), %s %s/%s; caddy and the load generator share it\n",
+		runtime.NumCPU(), model, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&b, "method: %d rounds x %d scenarios, rotated order; %d keep-alive connections; %s warm-up + %s measured per scenario; medians over rounds; ratio = median of per-round ratios to bare\n\n",
+		*loadRounds, len(base), *loadConns, *loadWarmup, *loadDuration)
+	b.WriteString("| scenario | what | req/s | p50 | p99 | ratio to bare | caddy CPU µs/req | CPU ratio | load gen. CPU µs/req | other processes (cores) |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	ratios, cpuRatios := map[string]float64{}, map[string]float64{}
+	var noisy []string
+	for _, sc := range base {
+		rs := results[sc.name]
+		var rps, ratio, caddy, cpuRatio, self, other []float64
+		for i, r := range rs {
+			bare := results["bare"][i]
+			rps = append(rps, r.rps())
+			ratio = append(ratio, r.rps()/bare.rps())
+			caddy = append(caddy, perReq(r.caddyCPU, r))
+			cpuRatio = append(cpuRatio, perReq(bare.caddyCPU, bare)/perReq(r.caddyCPU, r))
+			self = append(self, perReq(r.selfCPU, r))
+			other = append(other, r.otherFraction)
+			if r.otherFraction > noisyCores {
+				noisy = append(noisy, fmt.Sprintf("round %d %s (%.2f cores)", i+1, sc.name, r.otherFraction))
+			}
+		}
+		ratios[sc.name], cpuRatios[sc.name] = median(ratio), median(cpuRatio)
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %.2f | %.1f | %.2f | %.1f | %.2f |\n", sc.name, sc.what, median(rps),
+			medianDur(rs, func(r result) time.Duration { return r.p50 }), medianDur(rs, func(r result) time.Duration { return r.p99 }),
+			ratios[sc.name], median(caddy), cpuRatios[sc.name], median(self), median(other))
+	}
+	b.WriteString("\nCPU ratio: caddy CPU per request of bare / of the scenario, the throughput ratio if Caddy had the CPUs to itself.\n")
+	if len(noisy) > 0 {
+		fmt.Fprintf(&b, "WARNING: other processes took more than %.2f cores during: %s; those figures are disturbed (the medians and the CPU ratio resist it best).\n",
+			noisyCores, strings.Join(noisy, ", "))
+	}
+	b.WriteString("\n")
+	for _, g := range []struct {
+		name, scenario string
+		goal           float64
+	}{
+		{"reused token (cached) keeps >= 90% of bare reverse_proxy", "cached", goalCached},
+		{"new token per request (cache_size -1) keeps >= 60%", "uncached", goalNewToken},
+		{"new token per request (distinct tokens) keeps >= 60%", "newtoken", goalNewToken},
+	} {
+		got, ok := ratios[g.scenario]
+		if !ok {
+			continue
+		}
+		verdict := "PASS"
+		if got < g.goal {
+			verdict = "MISS"
+		}
+		fmt.Fprintf(&b, "%s %s: %.0f%% (CPU ratio %.0f%%)\n", verdict, g.name, 100*got, 100*cpuRatios[g.scenario])
+	}
+	return b.String()
+}
+
+// wrkCrossCheck measures the fixed-request scenarios once more with wrk, a load
+// generator in C, when it is installed.
+func wrkCrossCheck(t *testing.T, s *site, base []scenario) string {
+	path, err := exec.LookPath("wrk")
+	if err != nil {
+		return "\nwrk cross-check: wrk is not installed (apt-get install wrk)\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nwrk cross-check (wrk -t2 -c%d -d%s, once each):\n", *loadConns, *loadDuration)
+	var bare float64
+	for _, sc := range base {
+		if sc.pool != nil || sc.req == nil {
+			continue
+		}
+		path0 := strings.Fields(string(sc.req))[1]
+		out, err := exec.Command(path, "-t2", fmt.Sprintf("-c%d", *loadConns), "-d"+loadDuration.String(), "--latency",
+			"-H", "Authorization: Bearer "+s.token, s.URL+path0).CombinedOutput()
+		if err != nil {
+			t.Fatalf("wrk: %v\n%s", err, out)
+		}
+		var rps float64
+		var p50, p99 string
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 2 && f[0] == "Requests/sec:":
+				rps, _ = strconv.ParseFloat(f[1], 64)
+			case len(f) == 2 && f[0] == "50%":
+				p50 = f[1]
+			case len(f) == 2 && f[0] == "99%":
+				p99 = f[1]
+			case strings.Contains(line, "Non-2xx"):
+				t.Fatalf("wrk %s: %s", path0, line)
+			}
+		}
+		if sc.name == "bare" {
+			bare = rps
+		}
+		fmt.Fprintf(&b, "  %-9s %9.0f req/s  p50 %-9s p99 %-9s ratio %.2f\n", sc.name, rps, p50, p99, rps/bare)
+	}
+	return b.String()
+}
