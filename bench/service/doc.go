@@ -1,0 +1,25 @@
+// Package service measures palmgate's own endpoints through the real palmgate
+// build of Caddy (cmd/caddy, started by internal/testserver) against the cost
+// of the work they cannot avoid, every figure a ratio of two measurements of the
+// same run on the same machine:
+//
+//  1. POST /v1/agent/verify/signature (a registered and an unregistered device)
+//     against a minimal net/http server doing the same parsing and the one
+//     ed25519.Verify, with the raw ed25519.Verify rate beside both;
+//  2. device and public-key lookups and the leaderboard, on a store seeded with
+//     100k humans and 1M agents, against Caddy's static `respond`;
+//  3. the authorization-code exchange on /oauth2/token against its three
+//     signatures (RS256 ID token, ES256 access and refresh tokens) by core/keys;
+//  4. agent registrations (init, then completion by a palm attestor's signed
+//     assertion) by 64 concurrent agents against Badger's own synced-commit rate.
+//
+// The store is seeded by Seed (this package's only non-test code) straight into
+// the Badger directory before the server starts, and cached under
+// bench/service/.data; every run works on a copy of the cache.
+//
+//	go test -run '^TestServiceLoad$' -v -count=1 -timeout 60m ./bench/service -args -load   # the load script
+//	go test -run '^$' -bench . ./bench/service                                              # the go test -bench suite
+//
+// A plain `go test ./bench/service` runs only a quick check of the seeded record
+// layout against core/agent itself. RESULTS.md has the figures and the method.
+package service

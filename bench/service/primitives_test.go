@@ -1,0 +1,235 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+
+	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/badgerstore"
+)
+
+// minimalHandler is the minimal server of goal 1: what palmgate's
+// verify/signature does but for Caddy and the store read. It reads the bounded
+// application/json body, parses and validates the AgentChallenge (JSON decode,
+// base64, SPKI parse) with core/agent, runs the one ed25519.Verify, and answers
+// the same JSON with the same headers. registered is always false: it has no
+// store.
+func minimalHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/agent/verify/signature", func(w http.ResponseWriter, r *http.Request) {
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c, err := agent.ParseChallenge(body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		_ = json.NewEncoder(w).Encode(agent.SignatureCheck{Verified: c.Verify()})
+	})
+	return mux
+}
+
+// startMinimal serves minimalHandler in this process on a free port.
+func startMinimal(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: minimalHandler()}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String()
+}
+
+// minimalProcessEnv makes TestMinimalServerProcess serve, writing its address to
+// the file the variable names.
+const minimalProcessEnv = "PALMGATE_BENCH_MINIMAL_ADDR_FILE"
+
+// TestMinimalServerProcess is not a test: run by startMinimalProcess with
+// minimalProcessEnv set, it serves minimalHandler in a process of its own (as
+// Caddy runs in its own) until its stdin closes.
+func TestMinimalServerProcess(t *testing.T) {
+	file := os.Getenv(minimalProcessEnv)
+	if file == "" {
+		t.Skip("the minimal server's own process (started by the load script)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: minimalHandler()}
+	go srv.Serve(l)
+	if err := os.WriteFile(file, []byte(l.Addr().String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, os.Stdin) // until the parent closes it (or dies)
+	srv.Close()
+}
+
+// startMinimalProcess runs the minimal server in a child process (this test
+// binary) and returns its address and pid.
+func startMinimalProcess(t testing.TB) (string, int) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "addr")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMinimalServerProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), minimalProcessEnv+"="+file)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
+			return string(b), cmd.Process.Pid
+		}
+	}
+	t.Fatalf("the minimal server process did not start:\n%s", out.String())
+	return "", 0
+}
+
+// verifyOp is one raw ed25519.Verify of a prepared signature: the floor of
+// verify/signature's cost.
+func verifyOp(t testing.TB) func() error {
+	t.Helper()
+	key := AgentKey(1)
+	pub := key.Public().(ed25519.PublicKey)
+	msg := []byte("bench verify 0 0 at 1767225600000")
+	sig := ed25519.Sign(key, msg)
+	return func() error {
+		if !ed25519.Verify(pub, msg, sig) {
+			return fmt.Errorf("ed25519.Verify refused a good signature")
+		}
+		return nil
+	}
+}
+
+// refreshClaims are the claims of palmgate's refresh tokens (core/oidc's are
+// unexported): the same JSON, so the same signing cost.
+type refreshClaims struct {
+	jwt.RegisteredClaims
+	ClientID string `json:"client_id"`
+	GrantID  string `json:"sid"`
+}
+
+// signer signs what one code exchange signs (core/oidc's sign): an ES256
+// access token, an RS256 ID token and an ES256 refresh token, with core/keys
+// and claims of the same shape and sizes.
+type signer struct {
+	set    *keys.Set
+	issuer string
+}
+
+func newSigner(t testing.TB) *signer {
+	t.Helper()
+	store, err := badgerstore.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	set, err := keys.Open(context.Background(), store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &signer{set: set, issuer: "http://127.0.0.1:41234/oauth2"}
+}
+
+// sign3 makes the three tokens of one exchange.
+func (s *signer) sign3() error {
+	now := time.Now()
+	sub := strings.Repeat("S", 43) // a pairwise subject
+	grantID := uuid.NewString()
+	authTime := now.Add(-time.Second).Unix()
+	if _, err := s.set.Sign(keys.ES256, oidc.TypeAccessToken, oidc.AccessClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{strings.TrimSuffix(s.issuer, "/oauth2")},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), ID: uuid.NewString(),
+		},
+		ClientID: clientID, Scope: "offline_access openid", AuthTime: authTime, GrantID: grantID,
+	}); err != nil {
+		return err
+	}
+	if _, err := s.set.Sign(keys.RS256, oidc.TypeIDToken, oidc.IDClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)),
+		},
+		AuthTime: authTime, Nonce: "n-0123456789abcdef", AMR: []string{"palm"}, AZP: clientID, GrantID: grantID,
+	}); err != nil {
+		return err
+	}
+	_, err := s.set.Sign(keys.ES256, oidc.TypeRefreshToken, refreshClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.issuer},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(2160 * time.Hour)), ID: uuid.NewString(),
+		},
+		ClientID: clientID, GrantID: grantID,
+	})
+	return err
+}
+
+// commitStore is a badgerstore of its own, on the same file system as the
+// server's store, for Badger's synced-commit rate.
+func commitStore(t testing.TB) func() error {
+	t.Helper()
+	store, err := badgerstore.Open(filepath.Join(t.TempDir(), "commits"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	value := bytes.Repeat([]byte("v"), 64)
+	var seq atomic.Uint64
+	// One small transaction: one 64-byte value under a fresh key, as
+	// storage/badgerstore's BenchmarkSyncedUpdate.
+	return func() error {
+		key := fmt.Appendf(nil, "bench/%016x", seq.Add(1))
+		return store.Update(context.Background(), func(tx storage.Txn) error { return tx.Set(key, value, 0) })
+	}
+}

@@ -1,0 +1,173 @@
+package service
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// rawConn is one keep-alive HTTP/1.1 connection of the load generator (after
+// bench/rawhttp_test.go). It writes prepared request bytes and reads just enough
+// of the response to find its end: the load generator shares the two cores with
+// the servers, so it must cost as little CPU as possible per request.
+type rawConn struct {
+	c    net.Conn
+	br   *bufio.Reader
+	body []byte // the last response body, when kept
+}
+
+func dial(addr string) (*rawConn, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &rawConn{c: c, br: bufio.NewReaderSize(c, 32<<10)}, nil
+}
+
+func (c *rawConn) Close() error { return c.c.Close() }
+
+// getRequest is a GET of path, with extra header lines ("Name: value").
+func getRequest(host, path string, headers ...string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: palmload\r\n", path, host)
+	for _, h := range headers {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("\r\n")
+	return b.Bytes()
+}
+
+// postRequest is a POST of body with the given Content-Type.
+func postRequest(host, path, contentType string, body []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: palmload\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
+		path, host, contentType, len(body))
+	b.Write(body)
+	return b.Bytes()
+}
+
+var errConnClose = errors.New("the server closed the keep-alive connection")
+
+// roundTrip sends req and reads the whole response, discarding the body.
+func (c *rawConn) roundTrip(req []byte) (int, error) {
+	code, _, err := c.exchange(req, false)
+	return code, err
+}
+
+// do sends req and returns the status, the Location header and the body (valid
+// until the next call).
+func (c *rawConn) do(req []byte) (code int, location string, body []byte, err error) {
+	code, location, err = c.exchange(req, true)
+	return code, location, c.body, err
+}
+
+func (c *rawConn) exchange(req []byte, keep bool) (int, string, error) {
+	if _, err := c.c.Write(req); err != nil {
+		return 0, "", err
+	}
+	line, err := c.br.ReadSlice('\n')
+	if err != nil {
+		return 0, "", err
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, "", fmt.Errorf("bad status line %q", line)
+	}
+	code, err := strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, "", fmt.Errorf("bad status line %q", line)
+	}
+	length, chunked, closing, location := -1, false, false, ""
+	for {
+		line, err = c.br.ReadSlice('\n')
+		if err != nil {
+			return 0, "", err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(value)); err != nil {
+				return 0, "", fmt.Errorf("bad Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(value, []byte("chunked"))
+		case bytes.EqualFold(name, []byte("Connection")):
+			closing = bytes.EqualFold(value, []byte("close"))
+		case keep && bytes.EqualFold(name, []byte("Location")):
+			location = string(value)
+		}
+	}
+	c.body = c.body[:0]
+	switch {
+	case chunked:
+		if err := c.readChunks(keep); err != nil {
+			return 0, "", err
+		}
+	case length >= 0:
+		if keep {
+			c.body = append(c.body, make([]byte, length)...)
+			if _, err := io.ReadFull(c.br, c.body); err != nil {
+				return 0, "", err
+			}
+		} else if _, err := c.br.Discard(length); err != nil {
+			return 0, "", err
+		}
+	default:
+		return 0, "", errors.New("response without Content-Length or chunked body")
+	}
+	if closing {
+		return code, location, errConnClose
+	}
+	return code, location, nil
+}
+
+func (c *rawConn) readChunks(keep bool) error {
+	for {
+		line, err := c.br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		size, _, _ := bytes.Cut(bytes.TrimSpace(line), []byte(";"))
+		n, err := strconv.ParseInt(string(size), 16, 64)
+		if err != nil {
+			return fmt.Errorf("bad chunk size %q", line)
+		}
+		if n == 0 {
+			for { // trailers, then the final CRLF
+				if line, err = c.br.ReadSlice('\n'); err != nil || len(line) <= 2 {
+					return err
+				}
+			}
+		}
+		if keep {
+			start := len(c.body)
+			c.body = append(c.body, make([]byte, n)...)
+			if _, err := io.ReadFull(c.br, c.body[start:]); err != nil {
+				return err
+			}
+			if _, err := c.br.Discard(2); err != nil {
+				return err
+			}
+		} else if _, err := c.br.Discard(int(n) + 2); err != nil {
+			return err
+		}
+	}
+}
+
+// query returns the query parameter name of a URL, or "".
+func query(rawURL, name string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get(name)
+}

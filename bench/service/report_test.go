@@ -1,0 +1,192 @@
+package service
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// baselines: the scenario each one is a share of, and the factor applied to the
+// baseline's rate (a registration needs two synced commits: its ceiling is half
+// the commit rate).
+var baselines = map[string]struct {
+	base   string
+	factor float64
+}{
+	"minimal-proc": {"minimal", 1}, "verify-reg": {"minimal", 1}, "verify-unreg": {"minimal", 1},
+	"device": {"static", 1}, "public-key": {"static", 1}, "leaderboard": {"static", 1},
+	"exchange": {"signs", 1},
+	"register": {"commits", 0.5},
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func medianOf(rs []result, f func(result) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	return median(v)
+}
+
+// ratioOf is the median over rounds of a's figure over b's, both of the same round.
+func ratioOf(results map[string][]result, a, b string, f func(result) float64) (float64, bool) {
+	ra, rb := results[a], results[b]
+	if len(ra) == 0 || len(rb) == 0 {
+		return 0, false
+	}
+	var v []float64
+	for i := range min(len(ra), len(rb)) {
+		v = append(v, f(ra[i])/f(rb[i]))
+	}
+	return median(v), true
+}
+
+func durMedian(rs []result, f func(result) time.Duration) time.Duration {
+	return time.Duration(medianOf(rs, func(r result) float64 { return float64(f(r)) })).Round(time.Microsecond)
+}
+
+// totalCPU is the CPU one operation took in the server and this process.
+func totalCPU(r result) float64 { return perOp(r.serverCPU+r.selfCPU, r) }
+
+func machine() string {
+	model := "unknown"
+	if ci, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(ci), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s), %s %s/%s", runtime.NumCPU(), model, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// summarize returns the report: the machine and method, one table of medians,
+// the derived figures and the goals.
+func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "machine: %s; caddy, the load generator and the in-process baselines share it\n", machine())
+	fmt.Fprintf(&b, "store: %d humans, %d agents (seeded, then copied for the run); the load generator writes raw HTTP/1.1 on keep-alive connections\n", cfg.Humans, cfg.Agents)
+	fmt.Fprintf(&b, "method: %d rounds x %d scenarios in a rotated order; %s warm-up + %s measured each; request scenarios %d connections, registrations and commits %d workers; medians over rounds; a ratio is the median of the per-round ratios\n\n",
+		*loadRounds, len(scenarios), *loadWarmup, *loadDuration, *loadConns, *loadAgents)
+	b.WriteString("| scenario | what | ops/s | p50 | p99 | share of | ratio | CPU ratio | server CPU µs/op | this process CPU µs/op | others (cores) |\n")
+	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
+	rate := func(r result) float64 { return r.rate() }
+	var noisy []string
+	for _, sc := range scenarios {
+		rs := results[sc.name]
+		if len(rs) == 0 {
+			continue
+		}
+		share, ratio, cpuRatio := "", "", ""
+		if bl, ok := baselines[sc.name]; ok {
+			if x, ok := ratioOf(results, sc.name, bl.base, rate); ok {
+				share = bl.base
+				if bl.factor != 1 {
+					share = fmt.Sprintf("%g x %s", bl.factor, bl.base)
+				}
+				ratio = fmt.Sprintf("%.2f", x/bl.factor)
+			}
+			if y, ok := ratioOf(results, bl.base, sc.name, totalCPU); ok && bl.factor == 1 {
+				cpuRatio = fmt.Sprintf("%.2f", y)
+			}
+		}
+		server := "—"
+		if sc.server != "self" {
+			server = fmt.Sprintf("%.1f", medianOf(rs, func(r result) float64 { return perOp(r.serverCPU, r) }))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.0f %s/s | %s | %s | %s | %s | %s | %s | %.1f | %.2f |\n", sc.name, sc.what,
+			medianOf(rs, rate), sc.unit, durMedian(rs, func(r result) time.Duration { return r.p50 }),
+			durMedian(rs, func(r result) time.Duration { return r.p99 }), share, ratio, cpuRatio, server,
+			medianOf(rs, func(r result) float64 { return perOp(r.selfCPU, r) }), medianOf(rs, func(r result) float64 { return r.otherCores }))
+		for i, r := range rs {
+			if r.otherCores > noisyCores {
+				noisy = append(noisy, fmt.Sprintf("round %d %s (%.2f)", i+1, sc.name, r.otherCores))
+			}
+			if r.poolExhaustedAt > 0 && r.poolExhaustedAt < *loadDuration*9/10 {
+				noisy = append(noisy, fmt.Sprintf("round %d %s: its pool ran out after %s", i+1, sc.name, r.poolExhaustedAt.Round(time.Millisecond)))
+			}
+		}
+	}
+	b.WriteString("\nserver CPU: the caddy process (or the minimal server's own process); for in-process scenarios all CPU is this process's.\n")
+	b.WriteString("CPU ratio: CPU per operation (server + load generator) of the baseline over the scenario's: the ratio if the two cores served only these processes, which other processes' load disturbs less than the throughput ratio.\n")
+	if len(noisy) > 0 {
+		fmt.Fprintf(&b, "WARNING: disturbed figures (other processes above %.2f cores, or a short pool): %s\n", noisyCores, strings.Join(noisy, ", "))
+	}
+
+	b.WriteString("\nDerived:\n")
+	if rs := results["ed25519"]; len(rs) > 0 {
+		fmt.Fprintf(&b, "- one ed25519.Verify costs %.1f µs of CPU (%d goroutines, %.0f verifies/s)\n",
+			medianOf(rs, totalCPU), procs(), medianOf(rs, rate))
+	}
+	if x, ok := ratioOf(results, "minimal", "static", rate); ok {
+		fmt.Fprintf(&b, "- the minimal server answers %.2fx of Caddy's static respond (same cores, same load generator)\n", x)
+	}
+	if x, ok := ratioOf(results, "minimal", "ed25519", rate); ok {
+		fmt.Fprintf(&b, "- the minimal server reaches %.2f of the raw Verify rate; palmgate (registered) %.2f\n", x,
+			func() float64 { y, _ := ratioOf(results, "verify-reg", "ed25519", rate); return y }())
+	}
+	p99 := func(r result) float64 { return float64(r.p99) }
+	for _, l := range []string{"device", "public-key"} {
+		if x, ok := ratioOf(results, "leaderboard", l, p99); ok {
+			fmt.Fprintf(&b, "- leaderboard p99 / %s lookup p99 = %.2f\n", l, x)
+		}
+	}
+	if rs := results["signs"]; len(rs) > 0 {
+		fmt.Fprintf(&b, "- the three signatures of one exchange cost %.0f µs of CPU; an exchange costs %.0f µs (caddy + load generator)\n",
+			medianOf(rs, totalCPU), medianOf(results["exchange"], totalCPU))
+	}
+	if rs := results["commits"]; len(rs) > 0 {
+		fmt.Fprintf(&b, "- Badger's synced-commit rate with %d goroutines: %.0f/s, so a registration ceiling of %.0f/s\n",
+			*loadAgents, medianOf(rs, rate), medianOf(rs, rate)/2)
+	}
+
+	b.WriteString("\nGoals (the throughput ratio decides; the CPU ratio is beside it):\n")
+	goal := func(name, a, base string, factor, want float64, higher bool) {
+		f := rate
+		if !higher {
+			f = p99
+		}
+		x, ok := ratioOf(results, a, base, f)
+		if !ok {
+			return
+		}
+		x /= factor
+		verdict := "PASS"
+		if (higher && x < want) || (!higher && x > want) {
+			verdict = "MISS"
+		}
+		extra := ""
+		if y, ok := ratioOf(results, base, a, totalCPU); ok && higher && factor == 1 {
+			extra = fmt.Sprintf("; CPU ratio %.2f", y)
+		}
+		fmt.Fprintf(&b, "%s %s: %.2f (goal %s %.2f%s)\n", verdict, name, x, map[bool]string{true: ">=", false: "<="}[higher], want, extra)
+	}
+	goal("1. verify/signature, registered device / minimal server (in process)", "verify-reg", "minimal", 1, goalVerify, true)
+	goal("1. verify/signature, unregistered device / minimal server (in process)", "verify-unreg", "minimal", 1, goalVerify, true)
+	goal("1'. verify/signature, registered device / minimal server (own process)", "verify-reg", "minimal-proc", 1, goalVerify, true)
+	goal("1'. verify/signature, unregistered device / minimal server (own process)", "verify-unreg", "minimal-proc", 1, goalVerify, true)
+	for _, g := range []string{"device", "public-key", "leaderboard"} {
+		goal("2. "+g+" / static respond", g, "static", 1, goalRead, true)
+	}
+	for _, l := range []string{"device", "public-key"} {
+		goal("2. leaderboard p99 / "+l+" lookup p99", "leaderboard", l, 1, goalLeaderP99, false)
+	}
+	goal("3. code exchange / its three signatures", "exchange", "signs", 1, goalExchange, true)
+	goal("4. registrations / (synced commits / 2)", "register", "commits", 0.5, goalRegister, true)
+	return b.String()
+}
