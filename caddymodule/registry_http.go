@@ -117,10 +117,16 @@ func (a *App) handleLeaderboard(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	entries, err := a.agents.Leaderboard(r.Context(), limit)
+	body, err := a.agents.LeaderboardJSON(r.Context(), limit)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, entries)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }

@@ -79,6 +79,7 @@ type Service struct {
 	issuer          string
 	sessionTTL      time.Duration
 	challengeMaxAge time.Duration
+	board           leaderboardCache
 }
 
 // Config builds a Service.
@@ -295,6 +296,14 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 		return err
 	}
 	return putSession(txn, session, time.Time(session.ExpiresAt).Sub(now)+retention)
+}
+
+// Committed drops the cached leaderboard once a verified registration has
+// committed.
+func (o outcome) Committed(c *palm.Challenge) {
+	if c.Status == palm.StatusVerified {
+		o.s.board.gen.Add(1)
+	}
 }
 
 // Denied fails the session.

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/palmgate/palmgate/storage"
 )
@@ -116,14 +119,121 @@ func getRegistered(txn storage.Txn, deviceID string) (*Registered, error) {
 	return &r, nil
 }
 
+// leaderboardMaxAge bounds how long a cached leaderboard is answered without
+// reading the store. This instance's registrations drop the cache as soon as
+// they commit; the bound is for those of other instances sharing the store.
+const leaderboardMaxAge = time.Second
+
+// maxCachedEncodings bounds the encodings kept per fill (one per limit asked), so
+// that asking for every limit cannot fill memory.
+const maxCachedEncodings = 8
+
+// leaderboardCache holds the last leaderboard read, as entries and as the JSON
+// the API answers per limit. It is valid while no registration has committed
+// since the read (gen) and for at most leaderboardMaxAge.
+type leaderboardCache struct {
+	gen atomic.Uint64 // bumped after every committed registration
+
+	mu       sync.Mutex
+	fill     uint64 // number of the current fill, which the JSON belongs to
+	readGen  uint64
+	readAt   time.Time
+	entries  []LeaderboardEntry // read-only once cached; nil: nothing cached
+	complete bool               // entries are the whole leaderboard
+	json     map[int][]byte     // by limit
+}
+
+// lookup returns the first limit cached entries and the fill they belong to,
+// when the cache is valid at generation g and time now and holds them. The
+// caller holds mu.
+func (c *leaderboardCache) lookup(g uint64, now time.Time, limit int) ([]LeaderboardEntry, uint64, bool) {
+	if c.entries == nil || c.readGen != g || now.Sub(c.readAt) >= leaderboardMaxAge || now.Before(c.readAt) {
+		return nil, 0, false
+	}
+	if len(c.entries) < limit && !c.complete {
+		return nil, 0, false
+	}
+	return c.entries[:min(limit, len(c.entries))], c.fill, true
+}
+
+// leaderboard answers from the cache, or reads the store and caches the read
+// unless a registration committed meanwhile (its read may predate the commit).
+func (s *Service) leaderboard(ctx context.Context, limit int) ([]LeaderboardEntry, uint64, error) {
+	c := &s.board
+	g, now := c.gen.Load(), s.now()
+	c.mu.Lock()
+	entries, fill, ok := c.lookup(g, now, limit)
+	c.mu.Unlock()
+	if ok {
+		return entries, fill, nil
+	}
+	entries, err := s.readLeaderboard(ctx, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g == c.gen.Load() {
+		c.fill++
+		c.entries, c.complete, c.readGen, c.readAt, c.json = entries, len(entries) < limit, g, now, nil
+		return entries, c.fill, nil
+	}
+	return entries, 0, nil
+}
+
 // Leaderboard returns up to limit humans with at least one agent, by agent count
 // descending, then first registration ascending, then humanId. It reads limit keys
-// of an index kept at registration time.
+// of an index kept at registration time, or answers from a cache that a
+// registration of this instance drops as soon as it commits. The entries may be
+// shared with other callers: do not modify them.
 func (s *Service) Leaderboard(ctx context.Context, limit int) ([]LeaderboardEntry, error) {
+	entries, _, err := s.leaderboard(ctx, leaderboardLimit(limit))
+	return entries, err
+}
+
+// LeaderboardJSON is Leaderboard encoded as the API answers it (a JSON array and
+// a newline), cached with the entries.
+func (s *Service) LeaderboardJSON(ctx context.Context, limit int) ([]byte, error) {
+	limit = leaderboardLimit(limit)
+	c := &s.board
+	g, now := c.gen.Load(), s.now()
+	c.mu.Lock()
+	if _, fill, ok := c.lookup(g, now, limit); ok {
+		if b, ok := c.json[limit]; ok && fill == c.fill {
+			c.mu.Unlock()
+			return b, nil
+		}
+	}
+	c.mu.Unlock()
+	entries, fill, err := s.leaderboard(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(entries)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '\n')
+	c.mu.Lock()
+	if fill != 0 && fill == c.fill && len(c.json) < maxCachedEncodings {
+		if c.json == nil {
+			c.json = map[int][]byte{}
+		}
+		c.json[limit] = b
+	}
+	c.mu.Unlock()
+	return b, nil
+}
+
+func leaderboardLimit(limit int) int {
 	if limit <= 0 {
 		limit = DefaultLeaderboardLimit
 	}
-	limit = min(limit, MaxLeaderboardLimit)
+	return min(limit, MaxLeaderboardLimit)
+}
+
+// readLeaderboard reads the first limit keys of the leaderboard index.
+func (s *Service) readLeaderboard(ctx context.Context, limit int) ([]LeaderboardEntry, error) {
 	entries := make([]LeaderboardEntry, 0, min(limit, 64))
 	err := s.store.View(ctx, func(txn storage.Txn) error {
 		entries = entries[:0]

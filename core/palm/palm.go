@@ -101,6 +101,14 @@ type Outcome interface {
 	Denied(txn storage.Txn, c *Challenge) error
 }
 
+// Committer may be implemented by an Outcome that must learn when the
+// transaction that ended a challenge has committed, for example to drop what it
+// caches of the records that transaction changed. Committed runs after the
+// commit, outside any transaction.
+type Committer interface {
+	Committed(c *Challenge)
+}
+
 // Service creates and completes palm challenges.
 type Service struct {
 	store    storage.Store
@@ -320,6 +328,9 @@ func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error
 	})
 	if err != nil {
 		return nil, err
+	}
+	if c, ok := s.outcomes[done.Purpose].(Committer); ok {
+		c.Committed(done)
 	}
 	return done, nil
 }
