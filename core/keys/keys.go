@@ -126,16 +126,14 @@ func (s *Set) create(ctx context.Context, alg string, replace bool) (*Key, error
 		if _, err := txn.Get(keyLockKey(alg)); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
-		var actives [][]byte
+		var actives []record // the active keys of alg, to be retired
 		err := txn.Iterate(keyPrefix(alg), func(key, value []byte) (bool, error) {
 			var r record
 			if err := json.Unmarshal(value, &r); err != nil {
 				return false, fmt.Errorf("decoding key %s: %w", key, err)
 			}
 			if r.Active {
-				r.Active = false
-				b, _ := json.Marshal(r)
-				actives = append(actives, append([]byte(nil), key...), b)
+				actives = append(actives, r)
 			}
 			return true, nil
 		})
@@ -145,8 +143,13 @@ func (s *Set) create(ctx context.Context, alg string, replace bool) (*Key, error
 		if len(actives) > 0 && !replace {
 			return nil // another instance won the race; Reload picks its key
 		}
-		for i := 0; i < len(actives); i += 2 {
-			if err := txn.Set(actives[i], actives[i+1], 0); err != nil {
+		for _, r := range actives {
+			r.Active = false
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			if err := txn.Set(keyKey(alg, r.ID), b, 0); err != nil {
 				return err
 			}
 		}
