@@ -73,6 +73,8 @@ type Store struct {
 	// round of conflicting transactions has one winner, and a loser can keep losing.
 	writeMu sync.RWMutex
 
+	group group // Updates waiting to be committed together
+
 	stopGC chan struct{} // closed by Close to stop the GC goroutine
 	gcDone chan struct{} // closed by the GC goroutine when it has returned
 }
@@ -107,8 +109,9 @@ func Open(dir string, logger *zap.Logger) (*Store, error) {
 // machine holding small records; the defaults target large servers.
 func options(dir string, logger *zap.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
-		// An answered write must survive a crash: fsync every commit. Badger groups
-		// concurrent commits into one write and one fsync.
+		// An answered write must survive a crash: sync every commit. Badger writes
+		// concurrent commits together but syncs its log once for each of them, so
+		// Update groups concurrent Updates into one commit (group.go).
 		WithSyncWrites(true).
 		WithLogger(newBadgerLogger(logger)).
 		// 16 MiB memtables instead of 64 MiB, and at most 2 of them (one being
@@ -134,20 +137,40 @@ func options(dir string, logger *zap.Logger) badger.Options {
 }
 
 // Update runs fn in a read-write transaction and commits it, synced to disk, when fn
-// returns nil. When the commit conflicts with a concurrent transaction, fn runs again
-// from scratch after a short randomized pause. After 8 conflicting attempts, fn runs
-// while no other Update does, so it cannot conflict again; should it still conflict,
-// Update gives up after 64 attempts in all with an error wrapping
-// storage.ErrConflict. ctx is checked before every attempt and during the pauses.
-// fn should be short (it may hold up other Updates) and must not call Update, View
-// or Close on the same Store.
+// returns nil. Concurrent Updates are committed together (see group.go): their fns
+// run one after the other in one transaction, each seeing the writes of those before
+// it, and one synced commit serves them all. A fn that fails there, or a group that
+// conflicts, runs again on its own. When its commit conflicts with a concurrent
+// transaction, fn runs again from scratch after a short randomized pause. After 8
+// conflicting attempts, fn runs while no other Update does, so it cannot conflict
+// again; should it still conflict, Update gives up after 64 attempts in all with an
+// error wrapping storage.ErrConflict. ctx is checked before every attempt and during
+// the pauses. fn should be short (it holds up the Updates grouped after it) and must
+// not call Update, View or Close on the same Store.
 func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
-	for attempt := 1; ; attempt++ {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("badgerstore: update: %w", err)
+	}
+	c := s.commitGrouped(ctx, fn)
+	if !c.alone {
+		return c.err
+	}
+	first := 1
+	if c.ran {
+		first = 2 // the grouped run was the first attempt
+	}
+	return s.updateAlone(ctx, fn, first)
+}
+
+// updateAlone runs fn in transactions of its own, from attempt first, until one
+// commits, fn fails or the attempts run out (see Update).
+func (s *Store) updateAlone(ctx context.Context, fn func(storage.Txn) error, first int) error {
+	for attempt := first; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("badgerstore: update: %w", err)
 		}
@@ -156,7 +179,7 @@ func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
 		if !conflict {
 			return err
 		}
-		if attempt == maxAttempts {
+		if attempt >= maxAttempts {
 			return fmt.Errorf("badgerstore: update still conflicting after %d attempts: %w", maxAttempts, storage.ErrConflict)
 		}
 		if exclusive {
