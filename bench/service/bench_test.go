@@ -70,19 +70,24 @@ func BenchmarkPrimitives(b *testing.B) {
 			}
 		})
 	})
-	b.Run("SyncedCommit64", func(b *testing.B) {
-		op := commitStore(b)
-		b.SetParallelism(max(1, 64/procs()))
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := op(); err != nil {
-					b.Error(err)
-					return
+	for _, c := range []struct {
+		name string
+		op   func(testing.TB) func() error
+	}{{"SyncedCommit64", badgerCommits}, {"StoreCommit64", storeCommits}} {
+		b.Run(c.name, func(b *testing.B) {
+			op := c.op(b)
+			b.SetParallelism(max(1, 64/procs()))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := op(); err != nil {
+						b.Error(err)
+						return
+					}
 				}
-			}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
-	})
+	}
 }
 
 // parallelRequests runs RunParallel with conns keep-alive connections to

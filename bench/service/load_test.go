@@ -107,7 +107,7 @@ func TestServiceLoad(t *testing.T) {
 	minimal := startMinimal(t)
 	minProc, minPID := startMinimalProcess(t)
 	sign := newSigner(t)
-	commit := commitStore(t)
+	commit, storeCommit := badgerCommits(t), storeCommits(t)
 	run := randHex(3)
 	var maxRate, exchangeBest float64 // exchanges/s: the signatures' CPU bound, the best round
 	var exchangeReq [][]byte
@@ -251,7 +251,9 @@ func TestServiceLoad(t *testing.T) {
 			},
 			setup: exchangeSetup},
 		{name: "commits", group: "register", unit: "commit", workers: *loadAgents, server: "self",
-			what: fmt.Sprintf("badgerstore Update of one 64-byte value, synced, %d goroutines", *loadAgents), setup: inproc(commit)},
+			what: fmt.Sprintf("Badger's own DB.Update of one 64-byte value, SyncWrites, %d goroutines", *loadAgents), setup: inproc(commit)},
+		{name: "store-commits", group: "register", unit: "commit", workers: *loadAgents, server: "self",
+			what: fmt.Sprintf("the same through badgerstore.Update (grouped commits), %d goroutines", *loadAgents), setup: inproc(storeCommit)},
 		{name: "register", group: "register", unit: "registration", workers: *loadAgents, server: "caddy",
 			what: fmt.Sprintf("%d agents: init, owner's page (JSON), palm attestor's assertion (%s)", *loadAgents, s.attestor.alg),
 			prepare: func(int) error {

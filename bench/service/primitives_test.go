@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 
@@ -215,19 +216,36 @@ func (s *signer) sign3() error {
 	return err
 }
 
-// commitStore is a badgerstore of its own, on the same file system as the
-// server's store, for Badger's synced-commit rate.
-func commitStore(t testing.TB) func() error {
+// badgerCommits returns one small synced commit on a Badger database of its own,
+// on the same file system as the server's store: Badger's own synced-commit rate
+// (badger.Open with SyncWrites and DB.Update), the baseline of the registration
+// goal. Each commit syncs Badger's log, whatever the concurrency.
+func badgerCommits(t testing.TB) func() error {
 	t.Helper()
-	store, err := badgerstore.Open(filepath.Join(t.TempDir(), "commits"), nil)
+	db, err := badger.Open(badger.DefaultOptions(filepath.Join(t.TempDir(), "badger")).WithSyncWrites(true).WithLogger(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	value := bytes.Repeat([]byte("v"), 64)
+	var seq atomic.Uint64
+	return func() error {
+		key := fmt.Appendf(nil, "bench/%016x", seq.Add(1))
+		return db.Update(func(txn *badger.Txn) error { return txn.Set(key, value) })
+	}
+}
+
+// storeCommits is the same commit through storage/badgerstore, which commits
+// concurrent Updates together (one sync for a group of them).
+func storeCommits(t testing.TB) func() error {
+	t.Helper()
+	store, err := badgerstore.Open(filepath.Join(t.TempDir(), "store"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
 	value := bytes.Repeat([]byte("v"), 64)
 	var seq atomic.Uint64
-	// One small transaction: one 64-byte value under a fresh key, as
-	// storage/badgerstore's BenchmarkSyncedUpdate.
 	return func() error {
 		key := fmt.Appendf(nil, "bench/%016x", seq.Add(1))
 		return store.Update(context.Background(), func(tx storage.Txn) error { return tx.Set(key, value, 0) })

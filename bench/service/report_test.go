@@ -153,6 +153,10 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	if rs := results["commits"]; len(rs) > 0 {
 		fmt.Fprintf(&b, "- Badger's synced-commit rate with %d goroutines: %.0f/s, so a registration ceiling of %.0f/s\n",
 			*loadAgents, medianOf(rs, rate), medianOf(rs, rate)/2)
+		if gs := results["store-commits"]; len(gs) > 0 {
+			fmt.Fprintf(&b, "- badgerstore's grouped commits, same goroutines: %.0f/s (%.1fx Badger's own)\n",
+				medianOf(gs, rate), medianOf(gs, rate)/medianOf(rs, rate))
+		}
 	}
 
 	b.WriteString("\nGoals (the throughput ratio decides; the CPU ratio is beside it):\n")
