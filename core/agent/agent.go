@@ -80,6 +80,7 @@ type Service struct {
 	sessionTTL      time.Duration
 	challengeMaxAge time.Duration
 	board           leaderboardCache
+	registeredKeys  registeredKeys // deviceIds of keys VerifySignature found registered
 }
 
 // Config builds a Service.

@@ -45,20 +45,25 @@ type LeaderboardEntry struct {
 // form or age rule), and whether its deviceId is registered with that same key.
 func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*SignatureCheck, error) {
 	// The key index names the one device registered with the key: a point read, with
-	// no record to decode and no key to re-encode.
-	var registered bool
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		deviceID, err := txn.Get(publicKeyKey(c.PublicKey))
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
+	// no record to decode and no key to re-encode, unless the key was seen before.
+	deviceID, known := s.registeredKeys.get(c.PublicKey)
+	if !known {
+		err := s.store.View(ctx, func(txn storage.Txn) error {
+			v, err := txn.Get(publicKeyKey(c.PublicKey))
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil
+			}
+			deviceID, known = string(v), err == nil
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		registered = err == nil && string(deviceID) == c.DeviceID
-		return err
-	})
-	if err != nil {
-		return nil, err
+		if known {
+			s.registeredKeys.put(c.PublicKey, deviceID)
+		}
 	}
-	return &SignatureCheck{Verified: c.Verify(), Registered: registered}, nil
+	return &SignatureCheck{Verified: c.Verify(), Registered: known && deviceID == c.DeviceID}, nil
 }
 
 // LookupDevice returns the agent registered under deviceID.

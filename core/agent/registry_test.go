@@ -3,7 +3,10 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,7 +229,7 @@ func TestVerifySignature(t *testing.T) {
 	a := newTestAgent(t, "agent-1", "verify")
 	h.register(t, a, "alice")
 	pending := newTestAgent(t, "pending", "pending")
-	h.init(t, pending)
+	pendingSession := h.init(t, pending)
 	other := newTestAgent(t, "agent-1", "impostor")
 	tests := []struct {
 		name                 string
@@ -242,26 +245,61 @@ func TestVerifySignature(t *testing.T) {
 		{"pending registration", pending, "pending", false, true, false},
 		{"unknown agent", newTestAgent(t, "x", "unknown"), "x", false, true, false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			// Any message: no form or age rule applies.
-			f := tt.agent.fields("hello, any message at all", 1)
-			f["deviceId"] = tt.deviceID
-			c, err := ParseChallenge(mustJSON(t, f))
-			if err != nil {
-				t.Fatalf("ParseChallenge: %v", err)
-			}
-			if tt.tamper {
-				c.Message += "!"
-			}
-			got, err := h.reg.VerifySignature(context.Background(), c)
-			if err != nil {
-				t.Fatalf("VerifySignature: %v", err)
-			}
-			if got.Verified != tt.verified || got.Registered != tt.registered {
-				t.Errorf("VerifySignature = %+v, want verified %v registered %v", got, tt.verified, tt.registered)
-			}
-		})
+	// The second pass answers registered keys from the remembered ones.
+	for _, pass := range []string{"store", "remembered"} {
+		for _, tt := range tests {
+			t.Run(pass+"/"+tt.name, func(t *testing.T) {
+				// Any message: no form or age rule applies.
+				f := tt.agent.fields("hello, any message at all", 1)
+				f["deviceId"] = tt.deviceID
+				c, err := ParseChallenge(mustJSON(t, f))
+				if err != nil {
+					t.Fatalf("ParseChallenge: %v", err)
+				}
+				if tt.tamper {
+					c.Message += "!"
+				}
+				got, err := h.reg.VerifySignature(context.Background(), c)
+				if err != nil {
+					t.Fatalf("VerifySignature: %v", err)
+				}
+				if got.Verified != tt.verified || got.Registered != tt.registered {
+					t.Errorf("VerifySignature = %+v, want verified %v registered %v", got, tt.verified, tt.registered)
+				}
+			})
+		}
+	}
+	// A key found unregistered is not remembered: once its registration
+	// completes, it verifies as registered.
+	h.scan(t, pendingSession, "bob")
+	c, err := ParseChallenge(mustJSON(t, pending.fields("hello", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.reg.VerifySignature(context.Background(), c); err != nil || !got.Registered {
+		t.Errorf("after completing the pending registration: VerifySignature = %+v, %v; want registered", got, err)
+	}
+}
+
+func TestRegisteredKeysBounded(t *testing.T) {
+	var r registeredKeys
+	key := func(i int) ed25519.PublicKey {
+		k := make(ed25519.PublicKey, ed25519.PublicKeySize)
+		binary.BigEndian.PutUint64(k, uint64(i))
+		return k
+	}
+	for i := range registeredKeysMax + 100 {
+		r.put(key(i), fmt.Sprint("device-", i))
+	}
+	if n := len(r.devices); n != registeredKeysMax {
+		t.Errorf("%d keys remembered, want at most %d", n, registeredKeysMax)
+	}
+	last := registeredKeysMax + 99
+	if d, ok := r.get(key(last)); !ok || d != fmt.Sprint("device-", last) {
+		t.Errorf("get(last put) = %q, %v", d, ok)
+	}
+	if _, ok := r.get(ed25519.PublicKey("short")); ok {
+		t.Error("get of a malformed key found something")
 	}
 }
 
