@@ -168,8 +168,18 @@ func (s *Service) Init(ctx context.Context, c *Challenge) (*Session, error) {
 }
 
 // checkPendingCap refuses a new session when the device already has MaxPendingSessions
-// open ones, so that nobody can fill the store with sessions for one device.
+// open ones, so that nobody can fill the store with sessions for one device. The
+// count is a prefix scan, and a transaction's conflict check covers only the keys
+// it read: two concurrent Inits could each count 31 and both succeed. Both read
+// and write the device's guard key too, so one of them conflicts and counts again.
 func (s *Service) checkPendingCap(txn storage.Txn, deviceID string) error {
+	guard := pendingGuardKey(deviceID)
+	if _, err := txn.Get(guard); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	if err := txn.Set(guard, nil, s.sessionTTL); err != nil {
+		return err
+	}
 	n := 0
 	err := txn.Iterate(pendingPrefix(deviceID), func(_, _ []byte) (bool, error) {
 		n++

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -472,5 +474,33 @@ func TestPalmSubjectNeverStored(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("iterated %d records, want the whole store (sessions, challenges, agents, humans, index)", n)
+	}
+}
+
+// TestPendingCapUnderConcurrency: concurrent Inits of one device never leave more
+// than MaxPendingSessions pending sessions.
+func TestPendingCapUnderConcurrency(t *testing.T) {
+	h := newHarness(t)
+	a := newTestAgent(t, "busy-agent", "busy")
+	const inits = 3 * MaxPendingSessions
+	var created, capped atomic.Int64
+	var wg sync.WaitGroup
+	for i := range inits {
+		c := a.registration(t, h.clock.Now().Add(time.Duration(i)*time.Millisecond))
+		wg.Go(func() {
+			_, err := h.reg.Init(context.Background(), c)
+			switch {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, ErrTooManyPending):
+				capped.Add(1)
+			default:
+				t.Errorf("Init: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if created.Load() != MaxPendingSessions || capped.Load() != inits-MaxPendingSessions {
+		t.Errorf("%d sessions created and %d refused, want %d and %d", created.Load(), capped.Load(), MaxPendingSessions, inits-MaxPendingSessions)
 	}
 }
