@@ -7,8 +7,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
-	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +15,14 @@ import (
 
 	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/internal/loadgen"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 )
 
 // BenchmarkCaddy measures requests through one Caddy, started once for all its
 // sub-benchmarks (a top-level benchmark function runs again for each b.N; a
-// parent of sub-benchmarks runs once): 32 keep-alive connections
-// (b.SetParallelism), each goroutine of RunParallel owning one. ns/op is the
+// parent of sub-benchmarks runs once): 32 keep-alive connections, each
+// goroutine of RunParallel owning one (loadgen.ParallelRequests). ns/op is the
 // inverse of the throughput; req/s is reported too. For the interleaved rounds,
 // latencies and ratios, use the load script (TestLoad, make bench).
 func BenchmarkCaddy(b *testing.B) {
@@ -36,30 +35,9 @@ func BenchmarkCaddy(b *testing.B) {
 		{"Check", "/oauth2/check?scope=openid"},
 	} {
 		req := getRequest(host, c.path, s.token)
-		b.Run(c.name, func(b *testing.B) {
-			b.SetParallelism(max(1, 32/testingProcs()))
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				conn, err := dial(host)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				defer conn.Close()
-				for pb.Next() {
-					if code, err := conn.roundTrip(req); err != nil || code != http.StatusOK {
-						b.Errorf("GET %s: %d %v", c.path, code, err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-		})
+		b.Run(c.name, func(b *testing.B) { loadgen.ParallelRequests(b, host, [][]byte{req}, 32) })
 	}
 }
-
-// testingProcs is GOMAXPROCS, by which RunParallel multiplies SetParallelism.
-func testingProcs() int { return runtime.GOMAXPROCS(0) }
 
 // BenchmarkVerify measures bearer.Verifier.Verify alone, in core terms: a real key
 // set in a Badger store, an ES256 access token as palmgate signs it, and the

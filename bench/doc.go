@@ -4,7 +4,9 @@
 // reverse_proxy (a reused token served from the verified-token cache, the cache
 // turned off, a new token on every request) and /oauth2/check.
 //
-// It holds no code of its own outside its tests:
+// It holds no code of its own outside its tests; the load generator (raw
+// HTTP/1.1 connections, the measured runs, the CPU accounting) is
+// internal/loadgen, shared with bench/service:
 //
 //	go test -run '^TestLoad$' -v -count=1 ./bench -args -load        # the load script (make bench)
 //	go test -run '^$' -bench . ./bench                               # the go test -bench suite

@@ -1,24 +1,20 @@
 package bench
 
 import (
-	"bytes"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/palmgate/palmgate/internal/loadgen"
 )
 
 // Flags of the load script (TestLoad); pass them after -args.
@@ -53,18 +49,12 @@ type scenario struct {
 	pool       [][]byte
 }
 
-// result is one measured run of a scenario.
+// result is one measured run of a scenario: its ProcessCPU is caddy's, its
+// SelfCPU the load generator's.
 type result struct {
-	requests      int
-	elapsed       time.Duration
-	p50, p99      time.Duration
-	caddyCPU      time.Duration // CPU time of the caddy process
-	selfCPU       time.Duration // CPU time of this process (the load generator)
-	busy, ticks   float64       // busy and total CPU ticks of the machine
-	otherFraction float64       // the machine's CPU used by other processes, in cores
+	loadgen.Result
+	otherFraction float64 // the machine's CPU used by other processes, in cores
 }
-
-func (r result) rps() float64 { return float64(r.requests) / r.elapsed.Seconds() }
 
 // TestLoad is the load script: one Caddy, every scenario interleaved over
 // several rounds, medians, ratios to the bare reverse_proxy and the goals. It
@@ -114,8 +104,7 @@ func TestLoad(t *testing.T) {
 
 	results := map[string][]result{}
 	for r := range *loadRounds {
-		order := append(slices.Clone(base[r%len(base):]), base[:r%len(base)]...)
-		for _, sc := range order {
+		for _, sc := range loadgen.Rotate(base, r) {
 			if sc.name == "newtoken" {
 				sc.pool = pools[r]
 			}
@@ -129,7 +118,7 @@ func TestLoad(t *testing.T) {
 			}
 			results[sc.name] = append(results[sc.name], res)
 			fmt.Printf("round %d  %-9s %9.0f req/s  p50 %-9s p99 %-9s caddy %5.1f µs/req  load generator %5.1f µs/req  other processes %.2f cores\n",
-				r+1, sc.name, res.rps(), res.p50, res.p99, perReq(res.caddyCPU, res), perReq(res.selfCPU, res), res.otherFraction)
+				r+1, sc.name, res.Rate(), res.P50, res.P99, perReq(res.ProcessCPU, res), perReq(res.SelfCPU, res), res.otherFraction)
 		}
 	}
 
@@ -146,217 +135,60 @@ func TestLoad(t *testing.T) {
 }
 
 func perReq(d time.Duration, r result) float64 {
-	return float64(d.Microseconds()) / float64(r.requests)
+	return float64(d.Microseconds()) / float64(r.Ops)
 }
 
 // run runs one scenario on fresh connections: the warm-up, then the measured part.
 func run(s *site, host string, sc scenario, profile string) (result, error) {
-	n := *loadConns
-	conns := make([]*rawConn, n)
-	for i := range conns {
-		c, err := dial(host)
+	ops := make([]loadgen.Op, *loadConns)
+	var next atomic.Int64
+	for w := range ops {
+		c, err := loadgen.Dial(host)
 		if err != nil {
 			return result{}, err
 		}
 		defer c.Close()
-		conns[i] = c
+		ops[w] = func(warm bool) error {
+			req := sc.req
+			switch {
+			case warm:
+				req = sc.warm
+			case sc.pool != nil:
+				i := next.Add(1) - 1
+				if i >= int64(len(sc.pool)) {
+					return loadgen.ErrPoolDone
+				}
+				req = sc.pool[i]
+			}
+			code, err := c.RoundTrip(req)
+			if err == nil && code != http.StatusOK {
+				err = fmt.Errorf("status %d", code)
+			}
+			return err
+		}
 	}
-	measureFrom := time.Now().Add(*loadWarmup)
-	end := measureFrom.Add(*loadDuration)
+	o := loadgen.Options{Warmup: *loadWarmup, Duration: *loadDuration, PID: s.pid}
 	if sc.pool != nil {
-		end = measureFrom.Add(10 * *loadDuration) // a bound; the pool runs out first
+		o.Duration = 10 * *loadDuration // a bound; the pool runs out first
 	}
-
-	var before cpuSample
-	var profErr error
-	var side sync.WaitGroup
-	side.Go(func() {
-		time.Sleep(time.Until(measureFrom))
-		before = sampleCPU(s.pid)
-	})
 	if profile != "" {
 		seconds := max(1, int(loadDuration.Seconds()))
 		if sc.pool != nil {
 			seconds = 1
 		}
-		side.Go(func() {
-			time.Sleep(time.Until(measureFrom))
-			profErr = fetchProfile(s.AdminAddr, seconds, profile)
-		})
+		o.Profile = func() error { return loadgen.FetchProfile(s.AdminAddr, seconds, profile) }
 	}
-
-	var next atomic.Int64
-	lat := make([][]time.Duration, n)
-	lastDone := make([]time.Time, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for w, c := range conns {
-		wg.Go(func() {
-			for {
-				t0 := time.Now()
-				measuring := !t0.Before(measureFrom)
-				var req []byte
-				switch {
-				case measuring && !t0.Before(end):
-					return
-				case !measuring:
-					req = sc.warm
-				case sc.pool != nil:
-					i := next.Add(1) - 1
-					if i >= int64(len(sc.pool)) {
-						return
-					}
-					req = sc.pool[i]
-				default:
-					req = sc.req
-				}
-				code, err := c.roundTrip(req)
-				if err == nil && code != http.StatusOK {
-					err = fmt.Errorf("status %d", code)
-				}
-				if err != nil {
-					errs[w] = err
-					return
-				}
-				if measuring {
-					done := time.Now()
-					lat[w] = append(lat[w], done.Sub(t0))
-					lastDone[w] = done
-				}
-			}
-		})
-	}
-	wg.Wait()
-	after := sampleCPU(s.pid)
-	side.Wait()
-	if err := errors.Join(errs...); err != nil {
+	res, err := loadgen.Run(ops, o)
+	if err != nil {
 		return result{}, err
 	}
-	if profErr != nil {
-		return result{}, fmt.Errorf("profile: %w", profErr)
-	}
-
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	if len(all) == 0 {
-		return result{}, errors.New("no request in the measured time")
-	}
-	slices.Sort(all)
-	last := slices.MaxFunc(lastDone, func(a, b time.Time) int { return a.Compare(b) })
-	res := result{
-		requests: len(all), elapsed: last.Sub(measureFrom),
-		p50: all[len(all)/2], p99: all[len(all)*99/100],
-		caddyCPU: after.caddy - before.caddy, selfCPU: after.self - before.self,
-		busy: after.busy - before.busy, ticks: after.total - before.total,
-	}
-	if res.ticks > 0 {
-		other := res.busy/res.ticks*float64(runtime.NumCPU()) - (res.caddyCPU+res.selfCPU).Seconds()/res.elapsed.Seconds()
-		res.otherFraction = max(0, other)
-	}
-	return res, nil
-}
-
-// cpuSample is a reading of CPU time counters.
-type cpuSample struct {
-	caddy, self time.Duration
-	busy, total float64 // ticks of all CPUs, from /proc/stat
-}
-
-// clockTick is USER_HZ, the unit of /proc's CPU times (100 on Linux).
-const clockTick = 10 * time.Millisecond
-
-func sampleCPU(pid int) cpuSample {
-	var s cpuSample
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); pid != 0 && err == nil {
-		if i := bytes.LastIndexByte(b, ')'); i > 0 {
-			f := strings.Fields(string(b[i+1:])) // f[0] is field 3 (state)
-			if len(f) > 12 {
-				utime, _ := strconv.ParseInt(f[11], 10, 64)
-				stime, _ := strconv.ParseInt(f[12], 10, 64)
-				s.caddy = time.Duration(utime+stime) * clockTick
-			}
-		}
-	}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	if b, err := os.ReadFile("/proc/stat"); err == nil {
-		line, _, _ := strings.Cut(string(b), "\n")
-		f := strings.Fields(line)
-		for i, v := range f[1:] {
-			if i >= 8 { // guest times are already in user and nice
-				break
-			}
-			n, _ := strconv.ParseFloat(v, 64)
-			s.total += n
-			if i != 3 && i != 4 { // idle, iowait
-				s.busy += n
-			}
-		}
-	}
-	return s
-}
-
-// fetchProfile saves a CPU profile of caddy from its admin endpoint.
-func fetchProfile(admin string, seconds int, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	c := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
-	resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, seconds))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func median(v []float64) float64 {
-	v = slices.Clone(v)
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
-func medianDur(rs []result, f func(result) time.Duration) time.Duration {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = float64(f(r))
-	}
-	return time.Duration(median(v)).Round(time.Microsecond)
+	return result{Result: res, otherFraction: res.OtherCores(res.ProcessCPU+res.SelfCPU, res.Elapsed)}, nil
 }
 
 // summarize returns the report: the machine, the table of medians, the goals.
 func summarize(base []scenario, results map[string][]result) string {
 	var b strings.Builder
-	model := "unknown"
-	if ci, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(ci), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	fmt.Fprintf(&b, "machine: %d CPUs (%s), %s %s/%s; caddy and the load generator share it\n",
-		runtime.NumCPU(), model, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&b, "machine: %s; caddy and the load generator share it\n", loadgen.Machine())
 	fmt.Fprintf(&b, "method: %d rounds x %d scenarios, rotated order; %d keep-alive connections; %s warm-up + %s measured per scenario; medians over rounds; ratio = median of per-round ratios to bare\n\n",
 		*loadRounds, len(base), *loadConns, *loadWarmup, *loadDuration)
 	b.WriteString("| scenario | what | req/s | p50 | p99 | ratio to bare | caddy CPU µs/req | CPU ratio | load gen. CPU µs/req | other processes (cores) |\n")
@@ -368,20 +200,20 @@ func summarize(base []scenario, results map[string][]result) string {
 		var rps, ratio, caddy, cpuRatio, self, other []float64
 		for i, r := range rs {
 			bare := results["bare"][i]
-			rps = append(rps, r.rps())
-			ratio = append(ratio, r.rps()/bare.rps())
-			caddy = append(caddy, perReq(r.caddyCPU, r))
-			cpuRatio = append(cpuRatio, perReq(bare.caddyCPU, bare)/perReq(r.caddyCPU, r))
-			self = append(self, perReq(r.selfCPU, r))
+			rps = append(rps, r.Rate())
+			ratio = append(ratio, r.Rate()/bare.Rate())
+			caddy = append(caddy, perReq(r.ProcessCPU, r))
+			cpuRatio = append(cpuRatio, perReq(bare.ProcessCPU, bare)/perReq(r.ProcessCPU, r))
+			self = append(self, perReq(r.SelfCPU, r))
 			other = append(other, r.otherFraction)
 			if r.otherFraction > noisyCores {
 				noisy = append(noisy, fmt.Sprintf("round %d %s (%.2f cores)", i+1, sc.name, r.otherFraction))
 			}
 		}
-		ratios[sc.name], cpuRatios[sc.name] = median(ratio), median(cpuRatio)
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %.2f | %.1f | %.2f | %.1f | %.2f |\n", sc.name, sc.what, median(rps),
-			medianDur(rs, func(r result) time.Duration { return r.p50 }), medianDur(rs, func(r result) time.Duration { return r.p99 }),
-			ratios[sc.name], median(caddy), cpuRatios[sc.name], median(self), median(other))
+		ratios[sc.name], cpuRatios[sc.name] = loadgen.Median(ratio), loadgen.Median(cpuRatio)
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %.2f | %.1f | %.2f | %.1f | %.2f |\n", sc.name, sc.what, loadgen.Median(rps),
+			loadgen.MedianDuration(rs, func(r result) time.Duration { return r.P50 }), loadgen.MedianDuration(rs, func(r result) time.Duration { return r.P99 }),
+			ratios[sc.name], loadgen.Median(caddy), cpuRatios[sc.name], loadgen.Median(self), loadgen.Median(other))
 	}
 	b.WriteString("\nCPU ratio: caddy CPU per request of bare / of the scenario, the throughput ratio if Caddy had the CPUs to itself.\n")
 	if len(noisy) > 0 {

@@ -9,13 +9,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/palmgate/palmgate/internal/loadgen"
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
@@ -94,7 +93,7 @@ func startSite(t testing.TB, chains int) *site {
 	upport := testserver.FreePort(t)
 	cf := strings.NewReplacer("{upport}", strconv.Itoa(upport), "{secret}", secret).Replace(caddyfile)
 	s := &site{Server: testserver.Start(t, testserver.Options{Caddyfile: cf}), secret: secret}
-	s.pid = findPID(s.ConfigPath)
+	s.pid = loadgen.FindPID(s.ConfigPath)
 	for i := range chains {
 		access, refresh, err := s.login(fmt.Sprintf("palm-subject-bench-%d-%s", i, randHex(6)))
 		if err != nil {
@@ -254,19 +253,11 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// findPID returns the id of the caddy process running with config, or 0.
-func findPID(config string) int {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 1 && args[1] == "run" && bytes.Contains(cmdline, []byte("\x00"+config+"\x00")) {
-			pid, _ := strconv.Atoi(filepath.Base(d))
-			return pid
-		}
+// getRequest is a GET of path with a bearer token ("" for none), as the load
+// generator sends it.
+func getRequest(host, path, token string) []byte {
+	if token == "" {
+		return loadgen.GetRequest(host, path)
 	}
-	return 0
+	return loadgen.GetRequest(host, path, "Authorization: Bearer "+token)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/agent"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/loadgen"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 )
@@ -90,32 +91,6 @@ func BenchmarkPrimitives(b *testing.B) {
 	}
 }
 
-// parallelRequests runs RunParallel with conns keep-alive connections to
-// host, each sending reqs in turn, and reports req/s.
-func parallelRequests(b *testing.B, host string, reqs [][]byte, conns int) {
-	b.SetParallelism(max(1, conns/procs()))
-	var seq atomic.Int64
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		c, err := dial(host)
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer c.Close()
-		i := int(seq.Add(1)) * 7919
-		for pb.Next() {
-			code, err := c.roundTrip(reqs[i%len(reqs)])
-			if err != nil || code != http.StatusOK {
-				b.Errorf("status %d: %v", code, err)
-				return
-			}
-			i++
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-}
-
 // BenchmarkMinimal measures the minimal verify/signature server in this
 // process, 32 connections.
 func BenchmarkMinimal(b *testing.B) {
@@ -124,9 +99,9 @@ func BenchmarkMinimal(b *testing.B) {
 	host := startMinimal(b)
 	var reqs [][]byte
 	for _, body := range reg {
-		reqs = append(reqs, postRequest(host, "/v1/agent/verify/signature", "application/json", body))
+		reqs = append(reqs, loadgen.PostRequest(host, "/v1/agent/verify/signature", "application/json", body))
 	}
-	parallelRequests(b, host, reqs, 32)
+	loadgen.ParallelRequests(b, host, reqs, 32)
 }
 
 // BenchmarkCaddy measures palmgate's endpoints through one Caddy on a copy of
@@ -138,25 +113,25 @@ func BenchmarkCaddy(b *testing.B) {
 	reg, unreg := verifyBodies(cfg, s.owners, 2000, 2000, 7)
 	var regReqs, unregReqs, devReqs, keyReqs [][]byte
 	for k := range reg {
-		regReqs = append(regReqs, postRequest(s.host, "/v1/agent/verify/signature", "application/json", reg[k]))
-		unregReqs = append(unregReqs, postRequest(s.host, "/v1/agent/verify/signature", "application/json", unreg[k]))
+		regReqs = append(regReqs, loadgen.PostRequest(s.host, "/v1/agent/verify/signature", "application/json", reg[k]))
+		unregReqs = append(unregReqs, loadgen.PostRequest(s.host, "/v1/agent/verify/signature", "application/json", unreg[k]))
 		i := (k*104729 + 17) % cfg.Agents
 		der, _ := x509.MarshalPKIXPublicKey(AgentKey(i).Public().(ed25519.PublicKey))
-		devReqs = append(devReqs, getRequest(s.host, "/v1/agent/verify/device/"+url.PathEscape(DeviceID(i))))
-		keyReqs = append(keyReqs, getRequest(s.host, "/v1/agent/verify/public-key/"+base64.URLEncoding.EncodeToString(der)))
+		devReqs = append(devReqs, loadgen.GetRequest(s.host, "/v1/agent/verify/device/"+url.PathEscape(DeviceID(i))))
+		keyReqs = append(keyReqs, loadgen.GetRequest(s.host, "/v1/agent/verify/public-key/"+base64.URLEncoding.EncodeToString(der)))
 	}
 	for _, c := range []struct {
 		name string
 		reqs [][]byte
 	}{
-		{"Static", [][]byte{getRequest(s.host, "/static")}},
+		{"Static", [][]byte{loadgen.GetRequest(s.host, "/static")}},
 		{"VerifySignatureRegistered", regReqs},
 		{"VerifySignatureUnregistered", unregReqs},
 		{"LookupDevice", devReqs},
 		{"LookupPublicKey", keyReqs},
-		{"Leaderboard", [][]byte{getRequest(s.host, "/v1/human/leaderboard")}},
+		{"Leaderboard", [][]byte{loadgen.GetRequest(s.host, "/v1/human/leaderboard")}},
 	} {
-		b.Run(c.name, func(b *testing.B) { parallelRequests(b, s.host, c.reqs, 32) })
+		b.Run(c.name, func(b *testing.B) { loadgen.ParallelRequests(b, s.host, c.reqs, 32) })
 	}
 	b.Run("CodeExchange", func(b *testing.B) {
 		// b.N codes minted first (not timed), each exchanged once.
@@ -166,20 +141,20 @@ func BenchmarkCaddy(b *testing.B) {
 		}
 		reqs := make([][]byte, len(forms))
 		for i, f := range forms {
-			reqs[i] = postRequest(s.host, "/oauth2/token", "application/x-www-form-urlencoded", f)
+			reqs[i] = loadgen.PostRequest(s.host, "/oauth2/token", "application/x-www-form-urlencoded", f)
 		}
 		var next atomic.Int64
 		b.SetParallelism(max(1, 32/procs()))
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
-			c, err := dial(s.host)
+			c, err := loadgen.Dial(s.host)
 			if err != nil {
 				b.Error(err)
 				return
 			}
 			defer c.Close()
 			for pb.Next() {
-				if code, err := c.roundTrip(reqs[next.Add(1)-1]); err != nil || code != http.StatusOK {
+				if code, err := c.RoundTrip(reqs[next.Add(1)-1]); err != nil || code != http.StatusOK {
 					b.Errorf("token: %d %v", code, err)
 					return
 				}
@@ -194,7 +169,7 @@ func BenchmarkCaddy(b *testing.B) {
 		var seq atomic.Int64
 		b.SetParallelism(max(1, 64/procs()))
 		b.RunParallel(func(pb *testing.PB) {
-			c, err := dial(s.host)
+			c, err := loadgen.Dial(s.host)
 			if err != nil {
 				b.Error(err)
 				return

@@ -15,7 +15,9 @@
 //
 // The store is seeded by Seed (this package's only non-test code) straight into
 // the Badger directory before the server starts, and cached under
-// bench/service/.data; every run works on a copy of the cache.
+// bench/service/.data; every run works on a copy of the cache. The load
+// generator (raw HTTP/1.1 connections, the measured runs, the CPU accounting)
+// is internal/loadgen, shared with bench.
 //
 //	go test -run '^TestServiceLoad$' -v -count=1 -timeout 60m ./bench/service -args -load   # the load script
 //	go test -run '^$' -bench . ./bench/service                                              # the go test -bench suite

@@ -2,10 +2,11 @@ package service
 
 import (
 	"bytes"
-	"errors"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,17 +14,13 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/base64"
+	"github.com/palmgate/palmgate/internal/loadgen"
 )
 
 // Flags of the load script (TestServiceLoad) and of the benchmarks; pass them
@@ -57,8 +54,6 @@ const (
 	regPoolFallback = 2000 // registrations per second assumed before the first round
 )
 
-var errPoolDone = errors.New("pool exhausted")
-
 // selected reports whether -load.only lets scenario name run.
 func selected(name string) bool {
 	return *loadOnly == "" || slices.Contains(strings.Split(*loadOnly, ","), name)
@@ -75,19 +70,13 @@ type scenario struct {
 	setup             func(w int) (op func() error, done func(), err error)
 }
 
-// result is one measured run of a scenario.
+// result is one measured run of a scenario: its ProcessCPU is the server's
+// (caddy or the minimal server's own process; 0 for in-process scenarios), its
+// SelfCPU this process's.
 type result struct {
-	ops             int
-	elapsed         time.Duration
-	p50, p99        time.Duration
-	serverCPU       time.Duration // CPU of the server process (caddy or the minimal one)
-	selfCPU         time.Duration // CPU of this process
-	otherCores      float64       // cores used by other processes meanwhile
-	serverIsSelf    bool
-	poolExhaustedAt time.Duration
+	loadgen.Result
+	otherCores float64 // cores used by other processes meanwhile
 }
-
-func (r result) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
 
 func procs() int { return runtime.GOMAXPROCS(0) }
 
@@ -126,7 +115,7 @@ func TestServiceLoad(t *testing.T) {
 
 	fixed := func(host string, reqs [][]byte, n int) func(w int) (func() error, func(), error) {
 		return func(w int) (func() error, func(), error) {
-			c, err := dial(host)
+			c, err := loadgen.Dial(host)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -134,7 +123,7 @@ func TestServiceLoad(t *testing.T) {
 			return func() error {
 				req := reqs[i%len(reqs)]
 				i++
-				code, err := c.roundTrip(req)
+				code, err := c.RoundTrip(req)
 				if err == nil && code != http.StatusOK {
 					err = fmt.Errorf("status %d for %.80q", code, req)
 				}
@@ -145,14 +134,14 @@ func TestServiceLoad(t *testing.T) {
 	posts := func(host string, bodies [][]byte) [][]byte {
 		out := make([][]byte, len(bodies))
 		for i, b := range bodies {
-			out[i] = postRequest(host, "/v1/agent/verify/signature", "application/json", b)
+			out[i] = loadgen.PostRequest(host, "/v1/agent/verify/signature", "application/json", b)
 		}
 		return out
 	}
 	gets := func(host string, paths []string) [][]byte {
 		out := make([][]byte, len(paths))
 		for i, p := range paths {
-			out[i] = getRequest(host, p)
+			out[i] = loadgen.GetRequest(host, p)
 		}
 		return out
 	}
@@ -165,16 +154,16 @@ func TestServiceLoad(t *testing.T) {
 	var exchangeNext atomic.Int64
 	var exchangeEnd int64
 	exchangeSetup := func(w int) (func() error, func(), error) {
-		c, err := dial(s.host)
+		c, err := loadgen.Dial(s.host)
 		if err != nil {
 			return nil, nil, err
 		}
 		return func() error {
 			i := exchangeNext.Add(1) - 1
 			if i >= exchangeEnd {
-				return errPoolDone
+				return loadgen.ErrPoolDone
 			}
-			code, err := c.roundTrip(exchangeReq[i])
+			code, err := c.RoundTrip(exchangeReq[i])
 			if err == nil && code != http.StatusOK {
 				err = fmt.Errorf("token: status %d", code)
 			}
@@ -189,7 +178,7 @@ func TestServiceLoad(t *testing.T) {
 	regPerRound := int(regPoolFallback * (*loadWarmup + *loadDuration).Seconds())
 	var regSeq atomic.Int64
 	registerSetup := func(w int) (func() error, func(), error) {
-		c, err := dial(s.host)
+		c, err := loadgen.Dial(s.host)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -217,13 +206,13 @@ func TestServiceLoad(t *testing.T) {
 		{name: "verify-unreg", group: "verify", unit: "req", workers: nc, server: "caddy",
 			what: "palmgate POST /v1/agent/verify/signature, unregistered device", setup: fixed(s.host, posts(s.host, unregBodies), nc)},
 		{name: "static", group: "read", unit: "req", workers: nc, server: "caddy",
-			what: "Caddy `respond \"ok\" 200` (GET /static)", setup: fixed(s.host, [][]byte{getRequest(s.host, "/static")}, nc)},
+			what: "Caddy `respond \"ok\" 200` (GET /static)", setup: fixed(s.host, [][]byte{loadgen.GetRequest(s.host, "/static")}, nc)},
 		{name: "device", group: "read", unit: "req", workers: nc, server: "caddy",
 			what: "GET /v1/agent/verify/device/{deviceId}, random seeded agents", setup: fixed(s.host, gets(s.host, devicePaths), nc)},
 		{name: "public-key", group: "read", unit: "req", workers: nc, server: "caddy",
 			what: "GET /v1/agent/verify/public-key/{base64url SPKI}, random seeded agents", setup: fixed(s.host, gets(s.host, keyPaths), nc)},
 		{name: "leaderboard", group: "read", unit: "req", workers: nc, server: "caddy",
-			what: "GET /v1/human/leaderboard (top 100)", setup: fixed(s.host, [][]byte{getRequest(s.host, "/v1/human/leaderboard")}, nc)},
+			what: "GET /v1/human/leaderboard (top 100)", setup: fixed(s.host, [][]byte{loadgen.GetRequest(s.host, "/v1/human/leaderboard")}, nc)},
 		{name: "signs", group: "token", unit: "exchange's 3 signatures", workers: procs(), server: "self",
 			what: fmt.Sprintf("core/keys: RS256 ID token + ES256 access + ES256 refresh, %d goroutines", procs()), setup: inproc(sign.sign3)},
 		{name: "exchange", group: "token", unit: "req", workers: nc, server: "caddy",
@@ -243,7 +232,7 @@ func TestServiceLoad(t *testing.T) {
 					float64(n)/time.Since(start).Seconds())
 				exchangeReq = exchangeReq[:0]
 				for _, c := range codes {
-					exchangeReq = append(exchangeReq, postRequest(s.host, "/oauth2/token", "application/x-www-form-urlencoded", c))
+					exchangeReq = append(exchangeReq, loadgen.PostRequest(s.host, "/oauth2/token", "application/x-www-form-urlencoded", c))
 				}
 				exchangeNext.Store(0)
 				exchangeEnd = int64(len(exchangeReq))
@@ -269,9 +258,9 @@ func TestServiceLoad(t *testing.T) {
 	// exchanges the cores could do, however busy the machine is while this is
 	// estimated), later ones by 1.5 times the fastest round so far.
 	if selected("exchange") {
-		before := sampleCPU(0)
+		before := loadgen.SampleCPU(0)
 		ops := measureRate(sign.sign3, procs(), 2*time.Second) * 2
-		cpu := (sampleCPU(0).self - before.self).Seconds() / ops
+		cpu := (loadgen.SampleCPU(0).Self - before.Self).Seconds() / ops
 		maxRate = float64(procs()) / cpu
 		logf("the three signatures cost %.0f µs of CPU: at most %.0f exchanges/s on %d cores", cpu*1e6, maxRate, procs())
 	}
@@ -281,8 +270,7 @@ func TestServiceLoad(t *testing.T) {
 
 	results := map[string][]result{}
 	for r := range *loadRounds {
-		order := append(slices.Clone(scenarios[r%len(scenarios):]), scenarios[:r%len(scenarios)]...)
-		for _, sc := range order {
+		for _, sc := range loadgen.Rotate(scenarios, r) {
 			if sc.prepare != nil {
 				if err := sc.prepare(r); err != nil {
 					t.Fatalf("round %d, %s: %v", r+1, sc.name, err)
@@ -297,15 +285,15 @@ func TestServiceLoad(t *testing.T) {
 				t.Fatalf("round %d, %s: %v", r+1, sc.name, err)
 			}
 			if sc.name == "exchange" {
-				exchangeBest = max(exchangeBest, res.rate())
+				exchangeBest = max(exchangeBest, res.Rate())
 			}
 			if sc.name == "register" {
 				// The next round prepares what this one used, and a third more.
-				regPerRound = int(res.rate()*(*loadWarmup+*loadDuration).Seconds()*1.33) + 100
+				regPerRound = int(res.Rate()*(*loadWarmup+*loadDuration).Seconds()*1.33) + 100
 			}
 			results[sc.name] = append(results[sc.name], res)
 			fmt.Printf("round %d  %-12s %9.0f %s/s  p50 %-9s p99 %-9s server %6.1f µs/op  this process %6.1f µs/op  others %.2f cores%s\n",
-				r+1, sc.name, res.rate(), sc.unit, res.p50, res.p99, perOp(res.serverCPU, res), perOp(res.selfCPU, res), res.otherCores, exhausted(res))
+				r+1, sc.name, res.Rate(), sc.unit, res.P50, res.P99, perOp(res.ProcessCPU, res), perOp(res.SelfCPU, res), res.otherCores, exhausted(res))
 		}
 	}
 	if err := s.checkRegistered(); err != nil {
@@ -321,14 +309,14 @@ func TestServiceLoad(t *testing.T) {
 }
 
 func exhausted(r result) string {
-	if r.poolExhaustedAt > 0 {
-		return fmt.Sprintf("  (pool ran out after %s)", r.poolExhaustedAt.Round(time.Millisecond))
+	if r.PoolExhaustedAt > 0 {
+		return fmt.Sprintf("  (pool ran out after %s)", r.PoolExhaustedAt.Round(time.Millisecond))
 	}
 	return ""
 }
 
 func perOp(d time.Duration, r result) float64 {
-	return float64(d.Nanoseconds()) / 1e3 / float64(r.ops)
+	return float64(d.Nanoseconds()) / 1e3 / float64(r.Ops)
 }
 
 // measureRate runs op on n goroutines for d and returns operations per second.
@@ -354,96 +342,24 @@ func measureRate(op func() error, n int, d time.Duration) float64 {
 // runScenario runs one scenario: worker setup, the warm-up, then the measured
 // part; it samples CPU times around the measured part.
 func runScenario(sc scenario, serverPID int, admin, profile string) (result, error) {
-	n := sc.workers
-	ops := make([]func() error, n)
-	for w := range n {
+	ops := make([]loadgen.Op, sc.workers)
+	for w := range ops {
 		op, done, err := sc.setup(w)
 		if err != nil {
 			return result{}, err
 		}
 		defer done()
-		ops[w] = op
+		ops[w] = func(bool) error { return op() }
 	}
-	measureFrom := time.Now().Add(*loadWarmup)
-	end := measureFrom.Add(*loadDuration)
-
-	var before cpuSample
-	var profErr error
-	var side sync.WaitGroup
-	side.Go(func() {
-		time.Sleep(time.Until(measureFrom))
-		before = sampleCPU(serverPID)
-	})
+	o := loadgen.Options{Warmup: *loadWarmup, Duration: *loadDuration, PID: serverPID}
 	if profile != "" {
-		side.Go(func() {
-			time.Sleep(time.Until(measureFrom))
-			profErr = takeProfile(sc.server, admin, profile, *loadDuration)
-		})
+		o.Profile = func() error { return takeProfile(sc.server, admin, profile, *loadDuration) }
 	}
-
-	lat := make([][]time.Duration, n)
-	lastDone := make([]time.Time, n)
-	errs := make([]error, n)
-	var exhaustedAt atomic.Int64
-	var wg sync.WaitGroup
-	for w, op := range ops {
-		lat[w] = make([]time.Duration, 0, 4096)
-		wg.Go(func() {
-			for {
-				t0 := time.Now()
-				if !t0.Before(end) {
-					return
-				}
-				err := op()
-				if errors.Is(err, errPoolDone) {
-					exhaustedAt.CompareAndSwap(0, int64(t0.Sub(measureFrom)))
-					return
-				}
-				if err != nil {
-					errs[w] = err
-					return
-				}
-				if !t0.Before(measureFrom) {
-					done := time.Now()
-					lat[w] = append(lat[w], done.Sub(t0))
-					lastDone[w] = done
-				}
-			}
-		})
-	}
-	wg.Wait()
-	after := sampleCPU(serverPID)
-	side.Wait()
-	if err := errors.Join(errs...); err != nil {
+	res, err := loadgen.Run(ops, o)
+	if err != nil {
 		return result{}, err
 	}
-	if profErr != nil {
-		return result{}, fmt.Errorf("profile: %w", profErr)
-	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	if len(all) == 0 {
-		return result{}, errors.New("no operation in the measured time (a pool ran out in the warm-up?)")
-	}
-	slices.Sort(all)
-	last := slices.MaxFunc(lastDone, func(a, b time.Time) int { return a.Compare(b) })
-	res := result{
-		ops: len(all), elapsed: last.Sub(measureFrom),
-		p50: all[len(all)/2], p99: all[len(all)*99/100],
-		selfCPU: after.self - before.self, serverIsSelf: sc.server == "self",
-		poolExhaustedAt: time.Duration(exhaustedAt.Load()),
-	}
-	if !res.serverIsSelf {
-		res.serverCPU = after.server - before.server
-	}
-	if ticks := after.total - before.total; ticks > 0 {
-		used := (after.busy - before.busy) / ticks * float64(runtime.NumCPU())
-		ours := (res.serverCPU + res.selfCPU).Seconds() / (after.at.Sub(before.at)).Seconds()
-		res.otherCores = max(0, used-ours)
-	}
-	return res, nil
+	return result{Result: res, otherCores: res.OtherCores(res.ProcessCPU+res.SelfCPU, res.After.At.Sub(res.Before.At))}, nil
 }
 
 // takeProfile saves a CPU profile of the server of the scenario: caddy's from
@@ -466,70 +382,9 @@ func takeProfile(server, admin, path string, d time.Duration) error {
 		pprof.StopCPUProfile()
 		return nil
 	case "caddy":
-		seconds := max(1, int(d.Seconds()))
-		c := &http.Client{Timeout: time.Duration(seconds+30) * time.Second}
-		resp, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, seconds))
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
-		}
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, resp.Body); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
+		return loadgen.FetchProfile(admin, max(1, int(d.Seconds())), path)
 	}
 	return nil
-}
-
-// cpuSample is a reading of CPU time counters.
-type cpuSample struct {
-	at           time.Time
-	server, self time.Duration
-	busy, total  float64 // ticks of all CPUs, from /proc/stat
-}
-
-const clockTick = 10 * time.Millisecond // USER_HZ
-
-func sampleCPU(pid int) cpuSample {
-	s := cpuSample{at: time.Now()}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); pid != 0 && err == nil {
-		if i := bytes.LastIndexByte(b, ')'); i > 0 {
-			f := strings.Fields(string(b[i+1:]))
-			if len(f) > 12 {
-				utime, _ := strconv.ParseInt(f[11], 10, 64)
-				stime, _ := strconv.ParseInt(f[12], 10, 64)
-				s.server = time.Duration(utime+stime) * clockTick
-			}
-		}
-	}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	if b, err := os.ReadFile("/proc/stat"); err == nil {
-		line, _, _ := strings.Cut(string(b), "\n")
-		f := strings.Fields(line)
-		for i, v := range f[1:] {
-			if i >= 8 {
-				break
-			}
-			n, _ := strconv.ParseFloat(v, 64)
-			s.total += n
-			if i != 3 && i != 4 { // idle, iowait
-				s.busy += n
-			}
-		}
-	}
-	return s
 }
 
 // checkRegistered checks that the registrations of the rounds are visible: the

@@ -2,11 +2,10 @@ package service
 
 import (
 	"fmt"
-	"os"
-	"runtime"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/palmgate/palmgate/internal/loadgen"
 )
 
 // baselines: the scenario each one is a share of, and the factor applied to the
@@ -22,26 +21,6 @@ var baselines = map[string]struct {
 	"register": {"commits", 0.5},
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	v = slices.Clone(v)
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
-func medianOf(rs []result, f func(result) float64) float64 {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = f(r)
-	}
-	return median(v)
-}
-
 // ratioOf is the median over rounds of a's figure over b's, both of the same round.
 func ratioOf(results map[string][]result, a, b string, f func(result) float64) (float64, bool) {
 	ra, rb := results[a], results[b]
@@ -52,40 +31,23 @@ func ratioOf(results map[string][]result, a, b string, f func(result) float64) (
 	for i := range min(len(ra), len(rb)) {
 		v = append(v, f(ra[i])/f(rb[i]))
 	}
-	return median(v), true
-}
-
-func durMedian(rs []result, f func(result) time.Duration) time.Duration {
-	return time.Duration(medianOf(rs, func(r result) float64 { return float64(f(r)) })).Round(time.Microsecond)
+	return loadgen.Median(v), true
 }
 
 // totalCPU is the CPU one operation took in the server and this process.
-func totalCPU(r result) float64 { return perOp(r.serverCPU+r.selfCPU, r) }
-
-func machine() string {
-	model := "unknown"
-	if ci, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(ci), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%d CPUs (%s), %s %s/%s", runtime.NumCPU(), model, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
+func totalCPU(r result) float64 { return perOp(r.ProcessCPU+r.SelfCPU, r) }
 
 // summarize returns the report: the machine and method, one table of medians,
 // the derived figures and the goals.
 func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "machine: %s; caddy, the load generator and the in-process baselines share it\n", machine())
+	fmt.Fprintf(&b, "machine: %s; caddy, the load generator and the in-process baselines share it\n", loadgen.Machine())
 	fmt.Fprintf(&b, "store: %d humans, %d agents (seeded, then copied for the run); the load generator writes raw HTTP/1.1 on keep-alive connections\n", cfg.Humans, cfg.Agents)
 	fmt.Fprintf(&b, "method: %d rounds x %d scenarios in a rotated order; %s warm-up + %s measured each; request scenarios %d connections, registrations and commits %d workers; medians over rounds; a ratio is the median of the per-round ratios\n\n",
 		*loadRounds, len(scenarios), *loadWarmup, *loadDuration, *loadConns, *loadAgents)
 	b.WriteString("| scenario | what | ops/s | p50 | p99 | share of | ratio | CPU ratio | server CPU µs/op | this process CPU µs/op | others (cores) |\n")
 	b.WriteString("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
-	rate := func(r result) float64 { return r.rate() }
+	rate := func(r result) float64 { return r.Rate() }
 	var noisy []string
 	for _, sc := range scenarios {
 		rs := results[sc.name]
@@ -107,18 +69,18 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 		}
 		server := "—"
 		if sc.server != "self" {
-			server = fmt.Sprintf("%.1f", medianOf(rs, func(r result) float64 { return perOp(r.serverCPU, r) }))
+			server = fmt.Sprintf("%.1f", loadgen.MedianOf(rs, func(r result) float64 { return perOp(r.ProcessCPU, r) }))
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.0f %s/s | %s | %s | %s | %s | %s | %s | %.1f | %.2f |\n", sc.name, sc.what,
-			medianOf(rs, rate), sc.unit, durMedian(rs, func(r result) time.Duration { return r.p50 }),
-			durMedian(rs, func(r result) time.Duration { return r.p99 }), share, ratio, cpuRatio, server,
-			medianOf(rs, func(r result) float64 { return perOp(r.selfCPU, r) }), medianOf(rs, func(r result) float64 { return r.otherCores }))
+			loadgen.MedianOf(rs, rate), sc.unit, loadgen.MedianDuration(rs, func(r result) time.Duration { return r.P50 }),
+			loadgen.MedianDuration(rs, func(r result) time.Duration { return r.P99 }), share, ratio, cpuRatio, server,
+			loadgen.MedianOf(rs, func(r result) float64 { return perOp(r.SelfCPU, r) }), loadgen.MedianOf(rs, func(r result) float64 { return r.otherCores }))
 		for i, r := range rs {
 			if r.otherCores > noisyCores {
 				noisy = append(noisy, fmt.Sprintf("round %d %s (%.2f)", i+1, sc.name, r.otherCores))
 			}
-			if r.poolExhaustedAt > 0 && r.poolExhaustedAt < *loadDuration*9/10 {
-				noisy = append(noisy, fmt.Sprintf("round %d %s: its pool ran out after %s", i+1, sc.name, r.poolExhaustedAt.Round(time.Millisecond)))
+			if r.PoolExhaustedAt > 0 && r.PoolExhaustedAt < *loadDuration*9/10 {
+				noisy = append(noisy, fmt.Sprintf("round %d %s: its pool ran out after %s", i+1, sc.name, r.PoolExhaustedAt.Round(time.Millisecond)))
 			}
 		}
 	}
@@ -131,7 +93,7 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	b.WriteString("\nDerived:\n")
 	if rs := results["ed25519"]; len(rs) > 0 {
 		fmt.Fprintf(&b, "- one ed25519.Verify costs %.1f µs of CPU (%d goroutines, %.0f verifies/s)\n",
-			medianOf(rs, totalCPU), procs(), medianOf(rs, rate))
+			loadgen.MedianOf(rs, totalCPU), procs(), loadgen.MedianOf(rs, rate))
 	}
 	if x, ok := ratioOf(results, "minimal", "static", rate); ok {
 		fmt.Fprintf(&b, "- the minimal server answers %.2fx of Caddy's static respond (same cores, same load generator)\n", x)
@@ -140,7 +102,7 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 		fmt.Fprintf(&b, "- the minimal server reaches %.2f of the raw Verify rate; palmgate (registered) %.2f\n", x,
 			func() float64 { y, _ := ratioOf(results, "verify-reg", "ed25519", rate); return y }())
 	}
-	p99 := func(r result) float64 { return float64(r.p99) }
+	p99 := func(r result) float64 { return float64(r.P99) }
 	for _, l := range []string{"device", "public-key"} {
 		if x, ok := ratioOf(results, "leaderboard", l, p99); ok {
 			fmt.Fprintf(&b, "- leaderboard p99 / %s lookup p99 = %.2f\n", l, x)
@@ -148,14 +110,14 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	}
 	if rs := results["signs"]; len(rs) > 0 {
 		fmt.Fprintf(&b, "- the three signatures of one exchange cost %.0f µs of CPU; an exchange costs %.0f µs (caddy + load generator)\n",
-			medianOf(rs, totalCPU), medianOf(results["exchange"], totalCPU))
+			loadgen.MedianOf(rs, totalCPU), loadgen.MedianOf(results["exchange"], totalCPU))
 	}
 	if rs := results["commits"]; len(rs) > 0 {
 		fmt.Fprintf(&b, "- Badger's synced-commit rate with %d goroutines: %.0f/s, so a registration ceiling of %.0f/s\n",
-			*loadAgents, medianOf(rs, rate), medianOf(rs, rate)/2)
+			*loadAgents, loadgen.MedianOf(rs, rate), loadgen.MedianOf(rs, rate)/2)
 		if gs := results["store-commits"]; len(gs) > 0 {
 			fmt.Fprintf(&b, "- badgerstore's grouped commits, same goroutines: %.0f/s (%.1fx Badger's own)\n",
-				medianOf(gs, rate), medianOf(gs, rate)/medianOf(rs, rate))
+				loadgen.MedianOf(gs, rate), loadgen.MedianOf(gs, rate)/loadgen.MedianOf(rs, rate))
 		}
 	}
 

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/internal/loadgen"
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
@@ -158,7 +159,7 @@ func startSite(t testing.TB, cfg SeedConfig, attestorKind string) *site {
 	start = time.Now()
 	s.Server = testserver.Start(t, testserver.Options{Caddyfile: cf, DataDir: work})
 	s.host = strings.TrimPrefix(s.URL, "http://")
-	s.pid = findPID(s.ConfigPath)
+	s.pid = loadgen.FindPID(s.ConfigPath)
 	logf("caddy (pid %d) answers on %s after %s", s.pid, s.URL, time.Since(start).Round(time.Millisecond))
 	if err := s.checkSeeded(); err != nil {
 		t.Fatalf("the server does not serve the seeded data: %v", err)
@@ -287,12 +288,12 @@ func dirSize(dir string) (int64, error) {
 
 // get sends one GET on a fresh connection and returns the status and body.
 func (s *site) get(path string, headers ...string) (int, []byte, error) {
-	c, err := dial(s.host)
+	c, err := loadgen.Dial(s.host)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer c.Close()
-	code, _, body, err := c.do(getRequest(s.host, path, headers...))
+	code, _, body, err := c.Do(loadgen.GetRequest(s.host, path, headers...))
 	return code, bytes.Clone(body), err
 }
 
@@ -350,7 +351,7 @@ func (s *site) checkSeeded() error {
 			}
 		}
 	}
-	c, err := dial(s.host)
+	c, err := loadgen.Dial(s.host)
 	if err != nil {
 		return err
 	}
@@ -360,7 +361,7 @@ func (s *site) checkSeeded() error {
 		body []byte
 		want string
 	}{{reg[0], `{"verified":true,"registered":true}`}, {unreg[0], `{"verified":true,"registered":false}`}} {
-		code, _, body, err := c.do(postRequest(s.host, "/v1/agent/verify/signature", "application/json", tc.body))
+		code, _, body, err := c.Do(loadgen.PostRequest(s.host, "/v1/agent/verify/signature", "application/json", tc.body))
 		if err != nil || code != 200 || strings.TrimSpace(string(body)) != tc.want {
 			return fmt.Errorf("POST /v1/agent/verify/signature: %d %v %s, want %s", code, err, body, tc.want)
 		}
@@ -421,7 +422,7 @@ func (s *site) mintCodes(n, workers int) ([][]byte, error) {
 	errs := make([]error, workers)
 	for w := range workers {
 		wg.Go(func() {
-			c, err := dial(s.host)
+			c, err := loadgen.Dial(s.host)
 			if err != nil {
 				errs[w] = err
 				return
@@ -443,7 +444,7 @@ func (s *site) mintCodes(n, workers int) ([][]byte, error) {
 	return out, errors.Join(errs...)
 }
 
-func (s *site) mintCode(c *rawConn, i int) ([]byte, error) {
+func (s *site) mintCode(c *loadgen.Conn, i int) ([]byte, error) {
 	verifier := randB64(32)
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{
@@ -451,12 +452,12 @@ func (s *site) mintCode(c *rawConn, i int) ([]byte, error) {
 		"scope": {"openid offline_access"}, "state": {"st" + strconv.Itoa(i)}, "nonce": {"n-" + randHex(8)},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
 	}
-	code, loc, body, err := c.do(getRequest(s.host, "/oauth2/authorize?"+q.Encode()))
+	code, loc, body, err := c.Do(loadgen.GetRequest(s.host, "/oauth2/authorize?"+q.Encode()))
 	if err != nil || code != 302 {
 		return nil, fmt.Errorf("authorize: %d %v %.200s", code, err, body)
 	}
 	verify := strings.TrimPrefix(loc, s.URL)
-	code, _, body, err = c.do(getRequest(s.host, verify, "Accept: application/json"))
+	code, _, body, err = c.Do(loadgen.GetRequest(s.host, verify, "Accept: application/json"))
 	if err != nil || code != 200 {
 		return nil, fmt.Errorf("login page: %d %v %.200s", code, err, body)
 	}
@@ -468,7 +469,7 @@ func (s *site) mintCode(c *rawConn, i int) ([]byte, error) {
 	if err := s.assert(c, page.ChallengeID, page.Nonce, subject); err != nil {
 		return nil, err
 	}
-	code, loc, body, err = c.do(getRequest(s.host, verify))
+	code, loc, body, err = c.Do(loadgen.GetRequest(s.host, verify))
 	if err != nil || code != 302 || query(loc, "code") == "" {
 		return nil, fmt.Errorf("back to the client: %d %v %s %.200s", code, err, loc, body)
 	}
@@ -479,9 +480,9 @@ func (s *site) mintCode(c *rawConn, i int) ([]byte, error) {
 }
 
 // assert completes a palm challenge with the bench attestor's assertion.
-func (s *site) assert(c *rawConn, challengeID, nonce, subject string) error {
+func (s *site) assert(c *loadgen.Conn, challengeID, nonce, subject string) error {
 	body, _ := json.Marshal(map[string]string{"assertion": s.attestor.assertion(s.URL, challengeID, nonce, subject)})
-	code, _, resp, err := c.do(postRequest(s.host, "/v1/palm/challenges/"+challengeID+"/assertion", "application/json", body))
+	code, _, resp, err := c.Do(loadgen.PostRequest(s.host, "/v1/palm/challenges/"+challengeID+"/assertion", "application/json", body))
 	if err != nil || code != 200 {
 		return fmt.Errorf("assertion: %d %v %.200s", code, err, resp)
 	}
@@ -512,8 +513,8 @@ func newRegistration(cfg SeedConfig, run string, n int) registration {
 // register runs one registration: init, the owner's page (JSON, for the
 // challenge id and nonce the QR code carries), the palm engine's assertion.
 // The agent is registered when the assertion is answered.
-func (s *site) register(c *rawConn, r registration) error {
-	code, _, body, err := c.do(postRequest(s.host, "/v1/agent/register/init", "application/json", r.init))
+func (s *site) register(c *loadgen.Conn, r registration) error {
+	code, _, body, err := c.Do(loadgen.PostRequest(s.host, "/v1/agent/register/init", "application/json", r.init))
 	if err != nil || code != 201 {
 		return fmt.Errorf("init: %d %v %.200s", code, err, body)
 	}
@@ -521,7 +522,7 @@ func (s *site) register(c *rawConn, r registration) error {
 	if err := json.Unmarshal(body, &sess); err != nil {
 		return err
 	}
-	code, _, body, err = c.do(getRequest(s.host, "/v1/agent/register/"+sess.SessionID+"/verify", "Accept: application/json"))
+	code, _, body, err = c.Do(loadgen.GetRequest(s.host, "/v1/agent/register/"+sess.SessionID+"/verify", "Accept: application/json"))
 	if err != nil || code != 200 {
 		return fmt.Errorf("owner's page: %d %v %.200s", code, err, body)
 	}
@@ -544,21 +545,13 @@ func randB64(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// findPID returns the id of the caddy process running with config, or 0.
-func findPID(config string) int {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 1 && args[1] == "run" && bytes.Contains(cmdline, []byte("\x00"+config+"\x00")) {
-			pid, _ := strconv.Atoi(filepath.Base(d))
-			return pid
-		}
+// query returns the query parameter name of a URL, or "".
+func query(rawURL, name string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
 	}
-	return 0
+	return u.Query().Get(name)
 }
 
 func logf(format string, args ...any) {

@@ -1,4 +1,4 @@
-package service
+package loadgen
 
 import (
 	"bufio"
@@ -7,33 +7,35 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strconv"
 	"time"
 )
 
-// rawConn is one keep-alive HTTP/1.1 connection of the load generator (after
-// bench/rawhttp_test.go). It writes prepared request bytes and reads just enough
-// of the response to find its end: the load generator shares the two cores with
-// the servers, so it must cost as little CPU as possible per request.
-type rawConn struct {
+// Conn is one keep-alive HTTP/1.1 connection of the load generator. It writes
+// prepared request bytes and reads just enough of the response to find its
+// end: the load generator shares the machine with the servers it measures, so
+// it must cost as little CPU as possible per request (net/http's client costs
+// several times more).
+type Conn struct {
 	c    net.Conn
 	br   *bufio.Reader
 	body []byte // the last response body, when kept
 }
 
-func dial(addr string) (*rawConn, error) {
+// Dial opens a connection to addr (host:port).
+func Dial(addr string) (*Conn, error) {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	return &rawConn{c: c, br: bufio.NewReaderSize(c, 32<<10)}, nil
+	return &Conn{c: c, br: bufio.NewReaderSize(c, 32<<10)}, nil
 }
 
-func (c *rawConn) Close() error { return c.c.Close() }
+// Close closes the connection.
+func (c *Conn) Close() error { return c.c.Close() }
 
-// getRequest is a GET of path, with extra header lines ("Name: value").
-func getRequest(host, path string, headers ...string) []byte {
+// GetRequest is a GET of path, with extra header lines ("Name: value").
+func GetRequest(host, path string, headers ...string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: palmload\r\n", path, host)
 	for _, h := range headers {
@@ -43,8 +45,8 @@ func getRequest(host, path string, headers ...string) []byte {
 	return b.Bytes()
 }
 
-// postRequest is a POST of body with the given Content-Type.
-func postRequest(host, path, contentType string, body []byte) []byte {
+// PostRequest is a POST of body with the given Content-Type.
+func PostRequest(host, path, contentType string, body []byte) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: palmload\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
 		path, host, contentType, len(body))
@@ -52,22 +54,25 @@ func postRequest(host, path, contentType string, body []byte) []byte {
 	return b.Bytes()
 }
 
-var errConnClose = errors.New("the server closed the keep-alive connection")
+// ErrConnClose is returned, with the status, when the server answered with
+// Connection: close: the connection cannot carry another request.
+var ErrConnClose = errors.New("the server closed the keep-alive connection")
 
-// roundTrip sends req and reads the whole response, discarding the body.
-func (c *rawConn) roundTrip(req []byte) (int, error) {
+// RoundTrip sends req and reads the whole response, discarding the body; it
+// returns the status.
+func (c *Conn) RoundTrip(req []byte) (int, error) {
 	code, _, err := c.exchange(req, false)
 	return code, err
 }
 
-// do sends req and returns the status, the Location header and the body (valid
+// Do sends req and returns the status, the Location header and the body (valid
 // until the next call).
-func (c *rawConn) do(req []byte) (code int, location string, body []byte, err error) {
+func (c *Conn) Do(req []byte) (code int, location string, body []byte, err error) {
 	code, location, err = c.exchange(req, true)
 	return code, location, c.body, err
 }
 
-func (c *rawConn) exchange(req []byte, keep bool) (int, string, error) {
+func (c *Conn) exchange(req []byte, keep bool) (int, string, error) {
 	if _, err := c.c.Write(req); err != nil {
 		return 0, "", err
 	}
@@ -125,12 +130,13 @@ func (c *rawConn) exchange(req []byte, keep bool) (int, string, error) {
 		return 0, "", errors.New("response without Content-Length or chunked body")
 	}
 	if closing {
-		return code, location, errConnClose
+		return code, location, ErrConnClose
 	}
 	return code, location, nil
 }
 
-func (c *rawConn) readChunks(keep bool) error {
+// readChunks reads a chunked body, into c.body when keep is set.
+func (c *Conn) readChunks(keep bool) error {
 	for {
 		line, err := c.br.ReadSlice('\n')
 		if err != nil {
@@ -161,13 +167,4 @@ func (c *rawConn) readChunks(keep bool) error {
 			return err
 		}
 	}
-}
-
-// query returns the query parameter name of a URL, or "".
-func query(rawURL, name string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return ""
-	}
-	return u.Query().Get(name)
 }
