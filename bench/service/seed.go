@@ -24,8 +24,9 @@ import (
 )
 
 // SeedLayoutVersion names the record layout Seed writes; a cached data directory
-// seeded with another version is not reused.
-const SeedLayoutVersion = 1
+// seeded with another version is not reused. Version 2: the key index holds the
+// deviceId, 0x00 and a copy of the agent record.
+const SeedLayoutVersion = 2
 
 // AttestorName is the palm attestor of the seeded humans: palm/h/ entries are
 // keyed by it, so a real assertion of this attestor for PalmSubject(j) maps to
@@ -215,7 +216,7 @@ func seedAgents(ctx context.Context, store storage.Store, c SeedConfig, owners [
 						break
 					}
 					id := DeviceID(i)
-					out.recs = append(out.recs, agentRecord{deviceKey(id), val, publicKeyKey(pub), []byte(id)})
+					out.recs = append(out.recs, agentRecord{deviceKey(id), val, publicKeyKey(pub), append(append([]byte(id), 0), val...)})
 				}
 				results[b] <- out
 			}

@@ -333,7 +333,8 @@ func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
 	return putSession(txn, session, time.Time(session.ExpiresAt).Sub(o.s.now())+retention)
 }
 
-// register writes the agent, its key index and the human's leaderboard entry.
+// register writes the agent, its key index (with a copy of the record, so that a
+// lookup by key is one read) and the human's leaderboard entry.
 func register(txn storage.Txn, deviceID string, key []byte, r Registered) error {
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -342,7 +343,7 @@ func register(txn storage.Txn, deviceID string, key []byte, r Registered) error 
 	if err := txn.Set(deviceKey(deviceID), b, 0); err != nil {
 		return err
 	}
-	if err := txn.Set(publicKeyKey(key), []byte(deviceID), 0); err != nil {
+	if err := txn.Set(publicKeyKey(key), keyIndexValue(deviceID, b), 0); err != nil {
 		return err
 	}
 	var stats humanStats

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"math"
@@ -15,7 +16,9 @@ import (
 //	agent/pg/{deviceId}        -> empty: read and written by every Init of the device, so that
 //	                              concurrent Inits conflict (a scan that finds nothing does not)
 //	agent/d/{deviceId}         -> registered agent (JSON)
-//	agent/k/{hex public key}   -> deviceId of the agent registered with that key
+//	agent/k/{hex public key}   -> deviceId of the agent registered with that key, 0x00, and a
+//	                              copy of its agent/d/ record (entries written before the
+//	                              copy was kept hold the deviceId alone)
 //	agent/h/{humanId}          -> the human's agent count and first registration (JSON)
 //	agent/lb/{^count}{earliest ms}{humanId} -> empty: the leaderboard index, in order
 //
@@ -49,4 +52,23 @@ func parseLeaderboardKey(k []byte) (LeaderboardEntry, bool) {
 		EarliestRegisteredAt: Time(time.UnixMilli(int64(binary.BigEndian.Uint64(k[8:])))),
 		HumanID:              string(k[16:]),
 	}, true
+}
+
+// keyIndexValue is the value of the key index entry of the agent deviceID whose
+// record (JSON) is record. A deviceId holds no control character, so 0x00 ends it.
+func keyIndexValue(deviceID string, record []byte) []byte {
+	v := make([]byte, 0, len(deviceID)+1+len(record))
+	v = append(v, deviceID...)
+	v = append(v, 0)
+	return append(v, record...)
+}
+
+// parseKeyIndex splits a key index value into the deviceId and the record, which
+// is nil for an entry written before the index kept a copy of it.
+func parseKeyIndex(v []byte) (deviceID string, record []byte) {
+	id, record, found := bytes.Cut(v, []byte{0})
+	if !found {
+		return string(v), nil
+	}
+	return string(id), record
 }

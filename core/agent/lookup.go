@@ -53,8 +53,12 @@ func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*Signature
 			if errors.Is(err, storage.ErrNotFound) {
 				return nil
 			}
-			deviceID, known = string(v), err == nil
-			return err
+			if err != nil {
+				return err
+			}
+			deviceID, _ = parseKeyIndex(v)
+			known = true
+			return nil
 		})
 		if err != nil {
 			return nil, err
@@ -82,14 +86,19 @@ func (s *Service) LookupDevice(ctx context.Context, deviceID string) (*Lookup, e
 func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*Lookup, error) {
 	var r *Registered
 	err := s.store.View(ctx, func(txn storage.Txn) error {
-		deviceID, err := txn.Get(publicKeyKey(key))
+		v, err := txn.Get(publicKeyKey(key))
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		r, err = getRegistered(txn, string(deviceID))
+		deviceID, record := parseKeyIndex(v)
+		if record == nil {
+			r, err = getRegistered(txn, deviceID)
+			return err
+		}
+		r, err = decodeRegistered(deviceID, record)
 		return err
 	})
 	if err != nil {
@@ -124,6 +133,11 @@ func getRegistered(txn storage.Txn, deviceID string) (*Registered, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeRegistered(deviceID, b)
+}
+
+// decodeRegistered decodes the record of the agent deviceID.
+func decodeRegistered(deviceID string, b []byte) (*Registered, error) {
 	var r Registered
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("decoding agent %q: %w", deviceID, err)

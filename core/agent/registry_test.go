@@ -504,3 +504,32 @@ func TestPendingCapUnderConcurrency(t *testing.T) {
 		t.Errorf("%d sessions created and %d refused, want %d and %d", created.Load(), capped.Load(), MaxPendingSessions, inits-MaxPendingSessions)
 	}
 }
+
+// TestLookupKeyIndexWithoutRecord: a key index entry written before the index kept
+// a copy of the record (the deviceId alone) still answers lookups and signature
+// checks, through the device record.
+func TestLookupKeyIndexWithoutRecord(t *testing.T) {
+	h := newHarness(t)
+	a := newTestAgent(t, "old-agent", "old")
+	human := h.register(t, a, "alice")
+	want := h.lookupKey(t, a)
+	if !want.Registered || want.HumanID != human {
+		t.Fatalf("lookup by key = %+v, want registered to %s", want, human)
+	}
+	if err := h.store.Update(context.Background(), func(txn storage.Txn) error {
+		return txn.Set(publicKeyKey(a.pub), []byte(a.deviceID), 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.lookupKey(t, a); *got != *want {
+		t.Errorf("lookup by an old-format key entry = %+v, want %+v", got, want)
+	}
+	c, err := ParseChallenge(mustJSON(t, a.fields("hello", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.reg.registeredKeys = registeredKeys{} // read the entry, not the remembered key
+	if got, err := h.reg.VerifySignature(context.Background(), c); err != nil || !got.Registered {
+		t.Errorf("VerifySignature with an old-format key entry = %+v, %v; want registered", got, err)
+	}
+}
