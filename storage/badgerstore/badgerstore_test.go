@@ -279,8 +279,8 @@ func TestGCLoopStops(t *testing.T) {
 }
 
 // BenchmarkSyncedUpdate measures one small synced commit: an Update that sets one
-// 64-byte value under a fresh key, as a registration does. Badger groups concurrent
-// commits into one fsync, so the rate depends on how many run at once; the
+// 64-byte value under a fresh key, as a registration does. Update commits concurrent
+// Updates together (group.go), so the rate depends on how many run at once; the
 // sub-benchmarks run 1 and 16 goroutines per GOMAXPROCS.
 func BenchmarkSyncedUpdate(b *testing.B) {
 	for _, par := range []int{1, 16} {
