@@ -44,14 +44,23 @@ var (
 
 // Goals of the issue.
 const (
-	goalVerify      = 0.80 // verify/signature through Caddy, of the minimal server
-	goalRead        = 0.50 // lookups and leaderboard, of Caddy's static respond
-	goalLeaderP99   = 2.0  // leaderboard p99 at most this many times a lookup's
-	goalExchange    = 0.50 // code exchange, of its three signatures
-	goalRegister    = 0.40 // registrations, of half Badger's synced-commit rate
+	goalVerify    = 0.80 // verify/signature through Caddy, of the minimal server
+	goalRead      = 0.50 // lookups and leaderboard, of Caddy's static respond
+	goalLeaderP99 = 2.0  // leaderboard p99 at most this many times a lookup's
+	goalExchange  = 0.50 // code exchange, of its three signatures
+	goalRegister  = 0.40 // registrations, of half Badger's synced-commit rate
+
 	noisyCores      = 0.25 // CPU other processes may take before a figure is flagged
 	codePoolMargin  = 1.25 // codes minted per round, over the signing rate x time
 	regPoolFallback = 2000 // registrations per second assumed before the first round
+)
+
+// Before each scenario, wait (at most quietMax) until caddy uses less than
+// quietCores over quietWindow.
+const (
+	quietCores  = 0.05
+	quietWindow = 500 * time.Millisecond
+	quietMax    = time.Minute
 )
 
 // selected reports whether -load.only lets scenario name run.
@@ -275,6 +284,14 @@ func TestServiceLoad(t *testing.T) {
 				if err := sc.prepare(r); err != nil {
 					t.Fatalf("round %d, %s: %v", r+1, sc.name, err)
 				}
+			}
+			// Start each scenario on a quiet server: the compactions that the
+			// writes of the scenario before (or of prepare) set off would
+			// otherwise be charged to whichever scenario comes next.
+			if waited, idle := loadgen.WaitIdle(s.pid, quietCores, quietWindow, quietMax); !idle {
+				logf("round %d, %s: caddy still busy after %s; measuring anyway", r+1, sc.name, waited.Round(time.Second))
+			} else if waited > 2*quietWindow {
+				logf("round %d, %s: waited %s for caddy to go quiet", r+1, sc.name, waited.Round(100*time.Millisecond))
 			}
 			profile := ""
 			if *loadProfile != "" && r == *loadRounds-1 {

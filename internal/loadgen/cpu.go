@@ -65,6 +65,25 @@ func SampleCPU(pid int) CPUSample {
 	return s
 }
 
+// WaitIdle waits until process pid uses less than cores of CPU over a window
+// (Badger flushing and compacting after a write-heavy scenario, say), checking
+// each window for at most max. It returns how long it waited and whether the
+// process went idle.
+func WaitIdle(pid int, cores float64, window, max time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	prev := SampleCPU(pid)
+	for time.Since(start) < max {
+		time.Sleep(window)
+		next := SampleCPU(pid)
+		used := (next.Process - prev.Process).Seconds() / next.At.Sub(prev.At).Seconds()
+		if used < cores {
+			return time.Since(start), true
+		}
+		prev = next
+	}
+	return time.Since(start), false
+}
+
 // busyCores is the number of cores the machine kept busy on average from s to
 // the later sample, or 0 when /proc/stat did not advance.
 func (s CPUSample) busyCores(later CPUSample) float64 {

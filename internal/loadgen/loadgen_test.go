@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -145,5 +146,30 @@ func TestMedianRotate(t *testing.T) {
 	}
 	if got := fmt.Sprint(Rotate([]int{1, 2, 3}, 4)); got != "[2 3 1]" {
 		t.Errorf("Rotate([1 2 3], 4) = %s, want [2 3 1]", got)
+	}
+}
+
+// TestWaitIdle: a process that spins a core is not idle; one that sleeps is.
+func TestWaitIdle(t *testing.T) {
+	pid := os.Getpid()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	if waited, idle := WaitIdle(pid, 0.5, 100*time.Millisecond, 400*time.Millisecond); idle {
+		t.Errorf("WaitIdle found a spinning process idle after %s", waited)
+	}
+	close(stop)
+	<-done
+	if waited, idle := WaitIdle(pid, 0.5, 100*time.Millisecond, 2*time.Second); !idle {
+		t.Errorf("WaitIdle found a sleeping process busy for %s", waited)
 	}
 }
