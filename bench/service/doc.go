@@ -23,5 +23,5 @@
 //	go test -run '^$' -bench . ./bench/service                                              # the go test -bench suite
 //
 // A plain `go test ./bench/service` runs only a quick check of the seeded record
-// layout against core/agent itself. RESULTS.md has the figures and the method.
+// layout against core/agent itself. docs/PERFORMANCE.md has the figures and the method.
 package service
