@@ -12,7 +12,7 @@ func CountByKind(ctx context.Context, s Store) (map[string]int, error) {
 	counts := map[string]int{}
 	err := s.View(ctx, func(txn Txn) error {
 		clear(counts)
-		return txn.Iterate(nil, func(key, _ []byte) (bool, error) {
+		return txn.IterateKeys(nil, func(key []byte) (bool, error) {
 			counts[kindOf(key)]++
 			return true, nil
 		})

@@ -42,4 +42,7 @@ type Txn interface {
 	// Iterate calls fn for each live key that starts with prefix, in ascending byte
 	// order, until fn returns false or an error (which Iterate returns).
 	Iterate(prefix []byte, fn func(key, value []byte) (bool, error)) error
+	// IterateKeys is Iterate without reading the values, for when only the keys
+	// matter (counting, say).
+	IterateKeys(prefix []byte, fn func(key []byte) (bool, error)) error
 }

@@ -377,29 +377,40 @@ func (t *txn) Delete(key []byte) error {
 // in ascending byte order, including the transaction's own uncommitted writes. It
 // stops when fn returns false or an error, which it returns unwrapped.
 func (t *txn) Iterate(prefix []byte, fn func(key, value []byte) (bool, error)) error {
+	return t.iterate(prefix, func(item *badger.Item) (bool, error) {
+		value, err := item.ValueCopy(nil)
+		if err != nil {
+			return false, mapErr("iterate: reading value", err)
+		}
+		return fn(item.KeyCopy(nil), value)
+	})
+}
+
+// IterateKeys is Iterate without copying the values out of the LSM tree.
+func (t *txn) IterateKeys(prefix []byte, fn func(key []byte) (bool, error)) error {
+	return t.iterate(prefix, func(item *badger.Item) (bool, error) {
+		return fn(item.KeyCopy(nil))
+	})
+}
+
+// iterate calls fn with each live item whose key starts with prefix, in order,
+// until fn returns false or an error.
+func (t *txn) iterate(prefix []byte, fn func(*badger.Item) (bool, error)) error {
 	if t.done {
 		return errTxnDone
 	}
 	opts := badger.DefaultIteratorOptions
 	// No value prefetching: Badger prefetches every value in a goroutine of its
 	// own (Iterator.fill), which for our small values, stored inline in the LSM
-	// tree, costs far more than reading each in place with ValueCopy below.
+	// tree, costs far more than reading each in place with ValueCopy.
 	opts.PrefetchValues = false
 	opts.Prefix = prefix
 	it := t.btx.NewIterator(opts)
 	defer it.Close()
 	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-		item := it.Item()
-		value, err := item.ValueCopy(nil)
-		if err != nil {
-			return mapErr("iterate: reading value", err)
-		}
-		more, err := fn(item.KeyCopy(nil), value)
-		if err != nil {
+		more, err := fn(it.Item())
+		if err != nil || !more {
 			return err
-		}
-		if !more {
-			return nil
 		}
 	}
 	return nil

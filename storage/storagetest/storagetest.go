@@ -140,6 +140,63 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		}
 	})
 
+	t.Run("IterateKeys", func(t *testing.T) {
+		s := open(t)
+		for _, k := range []string{"p/b", "q/a", "p/a", "p", "p/c"} {
+			set(t, s, k, "v"+k, 0)
+		}
+		keysOf := func(tx storage.Txn, prefix string, stopAfter int) ([]string, error) {
+			var keys []string
+			err := tx.IterateKeys([]byte(prefix), func(k []byte) (bool, error) {
+				keys = append(keys, string(k))
+				return stopAfter == 0 || len(keys) < stopAfter, nil
+			})
+			return keys, err
+		}
+		view(t, s, func(tx storage.Txn) error {
+			for _, c := range []struct {
+				prefix string
+				stop   int
+				want   []string
+			}{
+				{"p/", 0, []string{"p/a", "p/b", "p/c"}},
+				{"", 0, []string{"p", "p/a", "p/b", "p/c", "q/a"}},
+				{"p/", 2, []string{"p/a", "p/b"}},
+				{"none/", 0, nil},
+			} {
+				got, err := keysOf(tx, c.prefix, c.stop)
+				if err != nil {
+					return err
+				}
+				if fmt.Sprint(got) != fmt.Sprint(c.want) {
+					t.Errorf("IterateKeys(%q) stopping after %d = %q, want %q", c.prefix, c.stop, got, c.want)
+				}
+			}
+			return nil
+		})
+		var inside []string
+		update(t, s, func(tx storage.Txn) error {
+			if err := tx.Set([]byte("p/d"), []byte("new"), 0); err != nil {
+				return err
+			}
+			if err := tx.Delete([]byte("p/a")); err != nil {
+				return err
+			}
+			var err error
+			inside, err = keysOf(tx, "p/", 0)
+			return err
+		})
+		if want := []string{"p/b", "p/c", "p/d"}; fmt.Sprint(inside) != fmt.Sprint(want) {
+			t.Errorf("IterateKeys inside Update = %q, want its own writes: %q", inside, want)
+		}
+		err := s.View(t.Context(), func(tx storage.Txn) error {
+			return tx.IterateKeys([]byte("p/"), func([]byte) (bool, error) { return true, errBoom })
+		})
+		if !errors.Is(err, errBoom) {
+			t.Errorf("View returned %v, want the error returned by the IterateKeys callback", err)
+		}
+	})
+
 	t.Run("IterateError", func(t *testing.T) {
 		s := open(t)
 		set(t, s, "p/1", "v", 0)
