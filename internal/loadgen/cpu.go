@@ -70,18 +70,23 @@ func SampleCPU(pid int) CPUSample {
 // each window for at most max. It returns how long it waited and whether the
 // process went idle.
 func WaitIdle(pid int, cores float64, window, max time.Duration) (time.Duration, bool) {
-	start := time.Now()
-	prev := SampleCPU(pid)
-	for time.Since(start) < max {
-		time.Sleep(window)
-		next := SampleCPU(pid)
+	return waitIdle(func() CPUSample { return SampleCPU(pid) }, time.Sleep, cores, window, max)
+}
+
+// waitIdle is WaitIdle with the sampling and the sleeping passed in.
+func waitIdle(sample func() CPUSample, sleep func(time.Duration), cores float64, window, max time.Duration) (time.Duration, bool) {
+	first := sample()
+	prev := first
+	for prev.At.Sub(first.At) < max {
+		sleep(window)
+		next := sample()
 		used := (next.Process - prev.Process).Seconds() / next.At.Sub(prev.At).Seconds()
 		if used < cores {
-			return time.Since(start), true
+			return next.At.Sub(first.At), true
 		}
 		prev = next
 	}
-	return time.Since(start), false
+	return prev.At.Sub(first.At), false
 }
 
 // busyCores is the number of cores the machine kept busy on average from s to

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -149,27 +148,41 @@ func TestMedianRotate(t *testing.T) {
 	}
 }
 
-// TestWaitIdle: a process that spins a core is not idle; one that sleeps is.
+// TestWaitIdle: a process busy for a while is waited for, one that stays busy is
+// given up on after max, an idle one is not waited for.
 func TestWaitIdle(t *testing.T) {
-	pid := os.Getpid()
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	const window = 500 * time.Millisecond
+	// sampler returns samples window apart; the process uses busy[i] cores in
+	// the i-th window (and none after the list).
+	sampler := func(busy ...float64) func() CPUSample {
+		var s CPUSample
+		s.At = time.Unix(1e9, 0)
+		i := -1
+		return func() CPUSample {
+			if i >= 0 {
+				s.At = s.At.Add(window)
+				if i < len(busy) {
+					s.Process += time.Duration(busy[i] * float64(window))
+				}
 			}
+			i++
+			return s
 		}
-	}()
-	if waited, idle := WaitIdle(pid, 0.5, 100*time.Millisecond, 400*time.Millisecond); idle {
-		t.Errorf("WaitIdle found a spinning process idle after %s", waited)
 	}
-	close(stop)
-	<-done
-	if waited, idle := WaitIdle(pid, 0.5, 100*time.Millisecond, 2*time.Second); !idle {
-		t.Errorf("WaitIdle found a sleeping process busy for %s", waited)
+	noSleep := func(time.Duration) {}
+	for _, c := range []struct {
+		name   string
+		busy   []float64
+		waited time.Duration
+		idle   bool
+	}{
+		{"idle", nil, window, true},
+		{"busy for three windows", []float64{1, 0.8, 0.3, 0.01}, 4 * window, true},
+		{"busy throughout", []float64{1, 1, 1, 1, 1, 1, 1, 1}, 4 * window, false},
+	} {
+		waited, idle := waitIdle(sampler(c.busy...), noSleep, 0.05, window, 4*window)
+		if waited != c.waited || idle != c.idle {
+			t.Errorf("%s: waited %s, idle %v; want %s, %v", c.name, waited, idle, c.waited, c.idle)
+		}
 	}
 }

@@ -406,16 +406,35 @@ func (s *Server) Config() string { return s.config() }
 // Log returns everything the server processes have written so far.
 func (s *Server) Log() string { return s.log.String() }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago and that
+// this process has not handed out before. The kernel may hand a port it just
+// freed to the next caller, and Caddy binds with SO_REUSEPORT, so two servers
+// of parallel tests could otherwise share a port without an error, each getting
+// part of the other's requests.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("finding a free port: %v", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		handedOut.Lock()
+		seen := handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.Unlock()
+		if !seen {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+// handedOut is every port FreePort has returned in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 var build struct {
 	once sync.Once

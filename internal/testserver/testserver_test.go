@@ -148,3 +148,23 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("log lacks the exits:\n%s", s.Log())
 	}
 }
+
+// TestFreePortNeverRepeats: parallel tests asking for ports at once never get the
+// same one, even though the kernel may hand a just-freed port out again.
+func TestFreePortNeverRepeats(t *testing.T) {
+	const n = 300
+	ports := make(chan int, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { ports <- FreePort(t) })
+	}
+	wg.Wait()
+	close(ports)
+	seen := map[int]bool{}
+	for p := range ports {
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}
