@@ -276,3 +276,59 @@ func TestGroupCanceledWhileQueued(t *testing.T) {
 		t.Error("a canceled Update's write was committed")
 	}
 }
+
+// TestGroupConflictRunsMembersAlone checks that when a group's commit conflicts
+// with a concurrent transaction, every member runs again on its own, sees the
+// other transaction's write, and commits.
+func TestGroupConflictRunsMembersAlone(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	release, waitLeader := holdGroup(t, s)
+	var mu sync.Mutex
+	runs := map[string]int{}
+	seen := map[string]string{}
+	update := func(name string, interfere bool) error {
+		return s.Update(t.Context(), func(tx storage.Txn) error {
+			mu.Lock()
+			runs[name]++
+			first := runs[name] == 1
+			mu.Unlock()
+			v, err := tx.Get([]byte("k"))
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+			if interfere && first {
+				// Another writer commits k after this group read it.
+				if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("k"), []byte("other")) }); err != nil {
+					return err
+				}
+			}
+			mu.Lock()
+			seen[name] = string(v)
+			mu.Unlock()
+			return tx.Set([]byte(name), v, 0)
+		})
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Go(func() { errs[0] = update("a", true) })
+	waitQueued(t, s, 1)
+	wg.Go(func() { errs[1] = update("b", false) })
+	waitQueued(t, s, 2)
+	release()
+	waitLeader()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Update %d: %v", i, err)
+		}
+	}
+	for _, name := range []string{"a", "b"} {
+		if runs[name] != 2 {
+			t.Errorf("%s ran %d times, want 2 (in the group, then alone)", name, runs[name])
+		}
+		if seen[name] != "other" {
+			t.Errorf("%s's last run read k = %q, want the other writer's %q", name, seen[name], "other")
+		}
+	}
+}
