@@ -33,15 +33,7 @@ import (
 // 64 goroutines.
 func BenchmarkPrimitives(b *testing.B) {
 	b.Run("Ed25519Verify", func(b *testing.B) {
-		op := verifyOp(b)
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := op(); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
+		parallelOps(b, verifyOp(b))
 	})
 	b.Run("ParseChallengeVerify", func(b *testing.B) {
 		cfg := SeedConfig{Humans: 10, Agents: 100}
@@ -61,34 +53,29 @@ func BenchmarkPrimitives(b *testing.B) {
 		})
 	})
 	s := newSigner(b)
-	b.Run("ExchangeSignatures", func(b *testing.B) {
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if err := s.sign3(); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	})
+	b.Run("ExchangeSignatures", func(b *testing.B) { parallelOps(b, s.sign3) })
 	for _, c := range []struct {
 		name string
 		op   func(testing.TB) func() error
 	}{{"SyncedCommit64", badgerCommits}, {"StoreCommit64", storeCommits}} {
 		b.Run(c.name, func(b *testing.B) {
-			op := c.op(b)
 			b.SetParallelism(max(1, 64/procs()))
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := op(); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			parallelOps(b, c.op(b))
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 		})
 	}
+}
+
+// parallelOps runs op in b.RunParallel until b.N or its first error.
+func parallelOps(b *testing.B, op func() error) {
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 // BenchmarkMinimal measures the minimal verify/signature server in this
@@ -144,21 +131,12 @@ func BenchmarkCaddy(b *testing.B) {
 			reqs[i] = loadgen.PostRequest(s.host, "/oauth2/token", "application/x-www-form-urlencoded", f)
 		}
 		var next atomic.Int64
-		b.SetParallelism(max(1, 32/procs()))
 		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			c, err := loadgen.Dial(s.host)
-			if err != nil {
-				b.Error(err)
-				return
+		loadgen.ParallelConns(b, s.host, 32, func(c *loadgen.Conn) error {
+			if code, err := c.RoundTrip(reqs[next.Add(1)-1]); err != nil || code != http.StatusOK {
+				return fmt.Errorf("token: %d %v", code, err)
 			}
-			defer c.Close()
-			for pb.Next() {
-				if code, err := c.RoundTrip(reqs[next.Add(1)-1]); err != nil || code != http.StatusOK {
-					b.Errorf("token: %d %v", code, err)
-					return
-				}
-			}
+			return nil
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "exchanges/s")
 	})
@@ -167,20 +145,8 @@ func BenchmarkCaddy(b *testing.B) {
 		// key and signed init are made inside the timed loop.
 		run := randHex(3)
 		var seq atomic.Int64
-		b.SetParallelism(max(1, 64/procs()))
-		b.RunParallel(func(pb *testing.PB) {
-			c, err := loadgen.Dial(s.host)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			defer c.Close()
-			for pb.Next() {
-				if err := s.register(c, newRegistration(cfg, run, int(seq.Add(1)))); err != nil {
-					b.Error(err)
-					return
-				}
-			}
+		loadgen.ParallelConns(b, s.host, 64, func(c *loadgen.Conn) error {
+			return s.register(c, newRegistration(cfg, run, int(seq.Add(1))))
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registrations/s")
 	})

@@ -227,12 +227,9 @@ func badgerCommits(t testing.TB) func() error {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	value := bytes.Repeat([]byte("v"), 64)
-	var seq atomic.Uint64
-	return func() error {
-		key := fmt.Appendf(nil, "bench/%016x", seq.Add(1))
+	return freshKeyCommits(func(key, value []byte) error {
 		return db.Update(func(txn *badger.Txn) error { return txn.Set(key, value) })
-	}
+	})
 }
 
 // storeCommits is the same commit through storage/badgerstore, which commits
@@ -244,10 +241,14 @@ func storeCommits(t testing.TB) func() error {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	return freshKeyCommits(func(key, value []byte) error {
+		return store.Update(context.Background(), func(tx storage.Txn) error { return tx.Set(key, value, 0) })
+	})
+}
+
+// freshKeyCommits returns an op that commits one 64-byte value under a new key.
+func freshKeyCommits(commit func(key, value []byte) error) func() error {
 	value := bytes.Repeat([]byte("v"), 64)
 	var seq atomic.Uint64
-	return func() error {
-		key := fmt.Appendf(nil, "bench/%016x", seq.Add(1))
-		return store.Update(context.Background(), func(tx storage.Txn) error { return tx.Set(key, value, 0) })
-	}
+	return func() error { return commit(fmt.Appendf(nil, "bench/%016x", seq.Add(1)), value) }
 }

@@ -67,17 +67,17 @@ func SampleCPU(pid int) CPUSample {
 
 // WaitIdle waits until process pid uses less than cores of CPU over a window
 // (Badger flushing and compacting after a write-heavy scenario, say), checking
-// each window for at most max. It returns how long it waited and whether the
+// each window for at most limit. It returns how long it waited and whether the
 // process went idle.
-func WaitIdle(pid int, cores float64, window, max time.Duration) (time.Duration, bool) {
-	return waitIdle(func() CPUSample { return SampleCPU(pid) }, time.Sleep, cores, window, max)
+func WaitIdle(pid int, cores float64, window, limit time.Duration) (time.Duration, bool) {
+	return waitIdle(func() CPUSample { return SampleCPU(pid) }, time.Sleep, cores, window, limit)
 }
 
 // waitIdle is WaitIdle with the sampling and the sleeping passed in.
-func waitIdle(sample func() CPUSample, sleep func(time.Duration), cores float64, window, max time.Duration) (time.Duration, bool) {
+func waitIdle(sample func() CPUSample, sleep func(time.Duration), cores float64, window, limit time.Duration) (time.Duration, bool) {
 	first := sample()
 	prev := first
-	for prev.At.Sub(first.At) < max {
+	for prev.At.Sub(first.At) < limit {
 		sleep(window)
 		next := sample()
 		used := (next.Process - prev.Process).Seconds() / next.At.Sub(prev.At).Seconds()
