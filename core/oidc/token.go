@@ -138,7 +138,7 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	var g *grant
 	var reused bool
 	err := s.store.Update(ctx, func(txn storage.Txn) error {
-		reused = false
+		reused, rec = false, codeRecord{} // fn may run again: nothing of a run before
 		b, err := txn.Get(codeKey(code))
 		if errors.Is(err, storage.ErrNotFound) {
 			return oauthError(ErrInvalidGrant, "unknown or expired code")
