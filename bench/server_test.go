@@ -41,6 +41,8 @@ const caddyfile = `{
 		storage badger {datadir}/palmgate
 		dev
 		rate_limit off
+		max_pending_logins off
+		max_pending_registrations off
 		client ` + clientID + ` {
 			secret {secret}
 			redirect_uri ` + redirectURI + `

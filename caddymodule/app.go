@@ -37,6 +37,7 @@ const (
 	DefaultChallengeMaxAge        = 5 * time.Minute
 	DefaultRateLimitRequests      = 120
 	DefaultRateLimitWindow        = time.Minute
+	DefaultMaxPending             = 50000
 )
 
 // App is the palmgate identity service: it owns the store, the keys and the domain
@@ -84,6 +85,16 @@ type App struct {
 	// ChallengeMaxAge is how far an agent challenge's timestamp may be from the
 	// server's clock, in either direction. Default: 5m.
 	ChallengeMaxAge caddy.Duration `json:"challenge_max_age,omitempty"`
+
+	// MaxPendingLogins caps the logins this instance started and that may still be
+	// unfinished (started within their lifetime plus 10 minutes): past it,
+	// /oauth2/authorize answers 503 with Retry-After, so a flood of unauthenticated
+	// requests fills a bounded amount of disk. -1 turns the cap off. Default: 50000.
+	MaxPendingLogins int `json:"max_pending_logins,omitempty"`
+
+	// MaxPendingRegistrations is the same cap for agent registration sessions, at
+	// /v1/agent/register/init. Default: 50000.
+	MaxPendingRegistrations int `json:"max_pending_registrations,omitempty"`
 
 	// Clients are the OpenID Connect relying parties allowed to log users in.
 	Clients []Client `json:"clients,omitempty"`
@@ -176,7 +187,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	var err error
-	a.palm, err = palm.NewService(palm.Config{Store: a.store, Issuer: a.Issuer, Attestors: attestors, Dev: a.Dev})
+	a.palm, err = palm.NewService(palm.Config{
+		Store: a.store, Issuer: a.Issuer, Attestors: attestors, Dev: a.Dev,
+		MaxPending: map[palm.Purpose]int{
+			palm.PurposeLogin:             a.MaxPendingLogins,
+			palm.PurposeAgentRegistration: a.MaxPendingRegistrations,
+		},
+	})
 	if err != nil {
 		return err
 	}
@@ -228,6 +245,11 @@ func (a *App) setDefaults() {
 	defaultDuration(&a.AuthCodeTTL, DefaultAuthCodeTTL)
 	defaultDuration(&a.RegistrationSessionTTL, DefaultRegistrationSessionTTL)
 	defaultDuration(&a.ChallengeMaxAge, DefaultChallengeMaxAge)
+	for _, n := range []*int{&a.MaxPendingLogins, &a.MaxPendingRegistrations} {
+		if *n == 0 {
+			*n = DefaultMaxPending
+		}
+	}
 	if a.RateLimit == nil {
 		a.RateLimit = &RateLimit{}
 	}
@@ -284,6 +306,9 @@ func (a *App) Validate() error {
 		if d < caddy.Duration(time.Second) {
 			return fmt.Errorf("%s: must be at least 1s, got %s", name, time.Duration(d))
 		}
+	}
+	if a.MaxPendingLogins < -1 || a.MaxPendingRegistrations < -1 {
+		return errors.New("max_pending_logins, max_pending_registrations: must be at least 1, or -1 (off)")
 	}
 	if !a.RateLimit.Off && (a.RateLimit.Requests < 1 || a.RateLimit.Window < caddy.Duration(time.Second)) {
 		return errors.New("rate_limit: needs at least 1 request per window of at least 1s, or `off`")

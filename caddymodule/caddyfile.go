@@ -39,6 +39,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		rate_limit <requests> <window> | off
 //		registration_session_ttl <duration>
 //		challenge_max_age <duration>
+//		max_pending_logins <n> | off
+//		max_pending_registrations <n> | off
 //		client <client_id> {
 //			secret <secret>
 //			redirect_uri <uri> [<uri>...]
@@ -98,6 +100,14 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.RateLimit = rl
+		case "max_pending_logins", "max_pending_registrations":
+			target := &a.MaxPendingLogins
+			if option == "max_pending_registrations" {
+				target = &a.MaxPendingRegistrations
+			}
+			if err := parseCap(d, target); err != nil {
+				return err
+			}
 		case "client":
 			c, err := parseClient(d)
 			if err != nil {
@@ -108,6 +118,24 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.Errf("palmgate: unknown option %q", option)
 		}
 	}
+	return nil
+}
+
+// parseCap reads `<option> <n>` (n at least 1) or `<option> off` (-1).
+func parseCap(d *caddyfile.Dispenser, target *int) error {
+	var arg string
+	if err := singleArg(d, &arg); err != nil {
+		return err
+	}
+	if arg == "off" {
+		*target = -1
+		return nil
+	}
+	n, err := strconv.Atoi(arg)
+	if err != nil || n < 1 {
+		return d.Errf("%s: expected a number of at least 1 or `off`, got %q", d.Val(), arg)
+	}
+	*target = n
 	return nil
 }
 

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -45,7 +48,14 @@ const (
 	codeInternal         = "internal_error"
 	codeRateLimited      = "rate_limited"
 	codeClientClosed     = "client_closed_request"
+	codeScanURLExpired   = "scan_url_expired"
+	codeTooManyPending   = "too_many_pending_requests"
 )
+
+// setRetryAfter sets Retry-After to d in whole seconds, at least one.
+func setRetryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(max(math.Ceil(d.Seconds()), 1))))
+}
 
 // routes builds the mux of palmgate's paths. Each path answers 405 with an Allow
 // header for the methods it does not serve, and unknown paths answer 404, both with
@@ -162,6 +172,10 @@ func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, statusClientClosedRequest, &apiError{Message: "client closed the request", Code: codeClientClosed})
 		return
 	}
+	var busy *palm.BusyError
+	if errors.As(err, &busy) {
+		setRetryAfter(w, busy.RetryAfter)
+	}
 	e := a.errorFor(err)
 	if e.Status == http.StatusInternalServerError {
 		a.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
@@ -188,6 +202,10 @@ func (a *App) errorFor(err error) *apiError {
 		}
 		return &apiError{Status: status, Message: ae.Message, Code: ae.Code, Details: ae.Details}
 	}
+	var busy *palm.BusyError
+	if errors.As(err, &busy) {
+		return &apiError{Status: http.StatusServiceUnavailable, Message: busy.Error(), Code: codeTooManyPending}
+	}
 	for _, m := range []struct {
 		kind   error
 		status int
@@ -198,6 +216,7 @@ func (a *App) errorFor(err error) *apiError {
 		{palm.ErrNotFound, http.StatusNotFound, "challenge_not_found"},
 		{palm.ErrNotPending, http.StatusConflict, "challenge_not_pending"},
 		{palm.ErrExpired, http.StatusGone, "challenge_expired"},
+		{palm.ErrScanLapsed, http.StatusGone, codeScanURLExpired},
 		{palm.ErrNoDevAttestor, http.StatusNotFound, codeNotFound},
 	} {
 		if errors.Is(err, m.kind) {

@@ -34,6 +34,16 @@ func (a *App) writeOAuthError(w http.ResponseWriter, r *http.Request, err error)
 		writeJSON(w, tooLarge.Status, oauthErrorBody{Error: oidc.ErrInvalidRequest, Description: tooLarge.Message})
 		return
 	}
+	var busy *palm.BusyError
+	switch {
+	case errors.As(err, &busy):
+		setRetryAfter(w, busy.RetryAfter)
+		writeJSON(w, http.StatusServiceUnavailable, oauthErrorBody{Error: "temporarily_unavailable", Description: busy.Error()})
+		return
+	case errors.Is(err, oidc.ErrOtherBrowser):
+		writeJSON(w, http.StatusForbidden, oauthErrorBody{Error: oidc.ErrAccessDenied, Description: err.Error() + "; finish it there, or start again here"})
+		return
+	}
 	var oe *oidc.Error
 	if !errors.As(err, &oe) {
 		a.logger.Error("palmgate oauth request failed", zap.String("path", r.URL.Path), zap.Error(err))
@@ -79,7 +89,12 @@ func (a *App) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		a.writeOAuthError(w, r, err)
 		return
 	}
-	ar, err := a.oidc.Authorize(r.Context(), params)
+	binding, err := a.bindBrowser(w, r)
+	if err != nil {
+		a.writeOAuthError(w, r, err)
+		return
+	}
+	ar, err := a.oidc.Authorize(r.Context(), params, browserOf(r, binding))
 	if err != nil {
 		a.writeOAuthError(w, r, err)
 		return
@@ -88,10 +103,13 @@ func (a *App) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleLoginPage is the login page of an authorization request: the QR code while the
-// palm challenge is open, then the redirect back to the application.
+// palm challenge is open, then the redirect back to the application. Only the
+// browser that made the request (its login cookie) sees the nonce and gets the
+// code; a HEAD request changes nothing.
 func (a *App) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("auth_request_id")
-	st, err := a.oidc.Login(r.Context(), id)
+	head := r.Method == http.MethodHead
+	st, err := a.oidc.Login(r.Context(), id, a.loginBinding(r), !head)
 	if err != nil {
 		a.writeOAuthError(w, r, err)
 		return
@@ -102,14 +120,22 @@ func (a *App) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	}
 	c := st.Challenge
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, challengeJSON{
-			AuthRequestID: st.Request.ID, ChallengeID: c.ID, Nonce: c.Nonce,
-			ScanURL: a.palm.ScanURL(c), Status: c.Status, ExpiresAt: c.ExpiresAt,
+		body := challengeJSON{AuthRequestID: st.Request.ID, ChallengeID: c.ID, Status: c.Status, ExpiresAt: c.ExpiresAt}
+		if st.Bound {
+			body.Nonce, body.ScanURL, body.ScanExpiresAt = c.Nonce, a.palm.ScanURL(c), &c.ScanExpiresAt
+		}
+		writeJSON(w, http.StatusOK, body)
+		return
+	}
+	if !st.Bound {
+		a.renderChallengePage(w, r, c, challengePageData{
+			HTTPStatus: http.StatusForbidden, Title: "Sign in with your palm", StatusClass: "bad",
+			Outcome: "This sign-in was started in another browser. Finish it there, or start again from the application.",
 		})
 		return
 	}
-	if c.Status != palm.StatusPending {
-		redirect, err := a.oidc.Finish(r.Context(), id)
+	if c.Status != palm.StatusPending && !head {
+		redirect, err := a.oidc.Finish(r.Context(), id, a.loginBinding(r))
 		if err != nil {
 			a.writeOAuthError(w, r, err)
 			return
@@ -125,21 +151,10 @@ func (a *App) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 // loginLines tells the person, in words, what the application asks for.
 func loginLines(clientName string, scopes []string) []template.HTML {
 	lines := []template.HTML{
-		template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> asks you to sign in with your palm."),
-		"It receives a private identifier for you, only for this app. Never your palm data.",
+		template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> asks you to sign in with your palm. It receives:"),
 	}
-	var others []string
-	for _, sc := range scopes {
-		switch sc {
-		case oidc.ScopeOpenID:
-		case oidc.ScopeOfflineAccess:
-			lines = append(lines, "It can keep you signed in.")
-		default:
-			others = append(others, sc)
-		}
-	}
-	if len(others) > 0 {
-		lines = append(lines, template.HTML("It also asks for: <code>"+template.HTMLEscapeString(strings.Join(others, ", "))+"</code>."))
+	for _, words := range oidc.DescribeScopes(scopes) {
+		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))
 	}
 	return lines
 }

@@ -23,13 +23,20 @@ var challengePage = template.Must(template.ParseFS(pageFiles, "pages/challenge.h
 // challengePageData fills the page a person sees while a palm challenge is open: the
 // agent owner's registration page and the login page.
 type challengePageData struct {
+	// HTTPStatus is the page's status code; zero means 200.
+	HTTPStatus  int
 	Title       string
 	Lines       []template.HTML
 	Status      palm.Status
 	StatusClass string
+	// Outcome closes the page with a message; the QR code shows only while the
+	// challenge is pending and the page has no outcome.
 	Outcome     string
+	Open        bool
+	OnPhone     bool
 	QR          template.URL
 	ScanURL     string
+	ScanExpires string
 	ExpiresAt   string
 	Dev         bool
 	DevScanURL  string
@@ -39,15 +46,20 @@ type challengePageData struct {
 
 // challengeJSON is the page's JSON form (Accept: application/json), which its own
 // script polls.
+// The nonce and the scan URL appear only where the requester may complete or deny
+// the challenge: the browser that started a login. ScanExpiresAt changes when the
+// scan URL is renewed, which tells the page to show the new QR code.
 type challengeJSON struct {
-	SessionID     string        `json:"sessionId,omitempty"`
-	AuthRequestID string        `json:"authRequestId,omitempty"`
-	DeviceID      string        `json:"deviceId,omitempty"`
-	ChallengeID   string        `json:"challengeId"`
-	Nonce         string        `json:"nonce"`
-	ScanURL       string        `json:"scanUrl"`
-	Status        palm.Status   `json:"status"`
-	ExpiresAt     jsontime.Time `json:"expiresAt"`
+	SessionID      string         `json:"sessionId,omitempty"`
+	AuthRequestID  string         `json:"authRequestId,omitempty"`
+	DeviceID       string         `json:"deviceId,omitempty"`
+	KeyFingerprint string         `json:"keyFingerprint,omitempty"`
+	ChallengeID    string         `json:"challengeId"`
+	Nonce          string         `json:"nonce,omitempty"`
+	ScanURL        string         `json:"scanUrl,omitempty"`
+	ScanExpiresAt  *jsontime.Time `json:"scanExpiresAt,omitempty"`
+	Status         palm.Status    `json:"status"`
+	ExpiresAt      jsontime.Time  `json:"expiresAt"`
 }
 
 // wantsJSON reports whether the client asked for JSON rather than a page.
@@ -65,15 +77,21 @@ func (a *App) renderChallengePage(w http.ResponseWriter, r *http.Request, c *pal
 	}
 	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
 	d.Status = c.Status
-	d.ScanURL = a.palm.ScanURL(c)
 	d.ExpiresAt = time2clock(c.ExpiresAt)
-	if c.Status == palm.StatusPending {
-		png, err := qrcode.Encode(d.ScanURL, qrcode.Medium, 256)
-		if err != nil {
-			a.writeError(w, r, fmt.Errorf("encoding QR code: %w", err))
-			return
+	d.Open = c.Status == palm.StatusPending && d.Outcome == ""
+	if d.Open {
+		d.ScanURL = a.palm.ScanURL(c)
+		d.ScanExpires = c.ScanExpiresAt.Format()
+		// On a phone the app is on the same device: the page offers its link, and a
+		// QR code that could be relayed to another phone is not shown.
+		if d.OnPhone = onPhone(r); !d.OnPhone {
+			png, err := qrcode.Encode(d.ScanURL, qrcode.Medium, 256)
+			if err != nil {
+				a.writeError(w, r, fmt.Errorf("encoding QR code: %w", err))
+				return
+			}
+			d.QR = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))
 		}
-		d.QR = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))
 		if a.palm.Dev() {
 			d.Dev, d.Nonce = true, c.Nonce
 			d.DevScanURL = "/v1/palm/challenges/" + c.ID + "/dev-scan"
@@ -86,6 +104,9 @@ func (a *App) renderChallengePage(w http.ResponseWriter, r *http.Request, c *pal
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
+	if d.HTTPStatus != 0 {
+		w.WriteHeader(d.HTTPStatus)
+	}
 	if err := challengePage.Execute(w, d); err != nil {
 		a.logger.Debug("writing challenge page")
 	}

@@ -16,9 +16,9 @@ import (
 // are forgotten first, and if none is idle the new client shares a common bucket.
 const maxTrackedClients = 100000
 
-// limiter bounds unauthenticated writes per client IP (as Caddy determines it,
-// honouring the server's trusted_proxies): a token bucket of `requests` refilled over
-// `window`.
+// limiter bounds unauthenticated writes per client address (as Caddy determines it,
+// honouring the server's trusted_proxies; an IPv6 client by its /64): a token bucket
+// of `requests` refilled over `window`.
 type limiter struct {
 	every  rate.Limit
 	burst  int
@@ -50,7 +50,7 @@ func newLimiter(cfg *RateLimit) *limiter {
 
 // bucket returns the client's bucket.
 func (l *limiter) bucket(r *http.Request, now time.Time) *rate.Limiter {
-	ip := clientIP(r)
+	ip := addressKey(clientIP(r))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.After(l.sweepAt) {
@@ -114,6 +114,16 @@ func (l *limiter) refuse(w http.ResponseWriter, b *rate.Limiter, now time.Time) 
 	wait := (1 - b.TokensAt(now)) / float64(l.every)
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(wait, 1)))))
 	writeJSON(w, http.StatusTooManyRequests, &apiError{Message: "too many requests from this address; retry later", Code: codeRateLimited})
+}
+
+// address is the client address that per-address limits count r under, or ""
+// when the rate limit is off (every client may share one address: behind a proxy
+// that Caddy does not trust, say).
+func (l *limiter) address(r *http.Request) string {
+	if l == nil {
+		return ""
+	}
+	return addressKey(clientIP(r))
 }
 
 // clientIP is the client address Caddy determined for the request.

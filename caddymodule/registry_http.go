@@ -41,7 +41,7 @@ func (a *App) handleRegisterInit(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	session, err := a.agents.Init(r.Context(), c)
+	session, err := a.agents.Init(r.Context(), c, a.limiter.address(r))
 	if err != nil {
 		a.writeError(w, r, err)
 		return

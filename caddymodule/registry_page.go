@@ -9,22 +9,25 @@ import (
 )
 
 // handleRegisterPage is the agent owner's page at registrationUrl: the QR code of the
-// session's palm challenge, or, with Accept: application/json, the challenge as JSON.
+// session's palm challenge and the agent's key fingerprint, or, with Accept:
+// application/json, the challenge as JSON without its nonce (which only a scan of
+// the QR code gives, so that whoever merely holds the URL cannot deny). Showing or
+// polling the page renews the scan URL when due; HEAD changes nothing.
 func (a *App) handleRegisterPage(w http.ResponseWriter, r *http.Request) {
 	session, err := a.agents.Session(r.Context(), r.PathValue("sessionId"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	c, err := a.agents.Challenge(r.Context(), session)
+	c, err := a.agents.Challenge(r.Context(), session, r.Method != http.MethodHead)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	if wantsJSON(r) {
 		writeJSON(w, http.StatusOK, challengeJSON{
-			SessionID: session.ID, DeviceID: session.DeviceID, ChallengeID: c.ID, Nonce: c.Nonce,
-			ScanURL: a.palm.ScanURL(c), Status: c.Status, ExpiresAt: c.ExpiresAt,
+			SessionID: session.ID, DeviceID: session.DeviceID, KeyFingerprint: c.Request.KeyFingerprint,
+			ChallengeID: c.ID, ScanExpiresAt: &c.ScanExpiresAt, Status: c.Status, ExpiresAt: c.ExpiresAt,
 		})
 		return
 	}
@@ -32,6 +35,7 @@ func (a *App) handleRegisterPage(w http.ResponseWriter, r *http.Request) {
 		Title: "Register an agent",
 		Lines: []template.HTML{
 			template.HTML("An agent asks to be registered as yours: <b><code>" + template.HTMLEscapeString(session.DeviceID) + "</code></b>"),
+			template.HTML("Its key fingerprint: <b><code id=\"fingerprint\">" + template.HTMLEscapeString(c.Request.KeyFingerprint) + "</code></b>. Check that your agent printed the same one."),
 			"Verify with your palm to confirm that you own it.",
 		},
 	}

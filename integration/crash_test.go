@@ -63,11 +63,19 @@ func TestCrashUnderLoad(t *testing.T) {
 	r := &crashRun{
 		t: t, e: e, app: app,
 		client: &http.Client{
+			Jar:           newJar(),
 			Timeout:       15 * time.Second,
 			Transport:     &http.Transport{MaxIdleConnsPerHost: 2 * crashWorkers},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		stop: make(chan struct{}),
+	}
+	// The workers share one browser: it gets its login cookie before they start
+	// logins at once (two first logins at the same instant would each set one).
+	if resp, err := r.client.Get(e.authURL(app)); err != nil {
+		t.Fatalf("first authorize: %v", err)
+	} else {
+		resp.Body.Close()
 	}
 	for i := range crashHumans {
 		r.subjects = append(r.subjects, fmt.Sprintf("palm-subject-crash-%d-%s", i, randHex(4)))
@@ -283,13 +291,13 @@ func (r *crashRun) register(w, i int) {
 	r.sessions = append(r.sessions, s)
 	r.mu.Unlock()
 
-	resp = r.send("GET", r.e.URL+"/v1/agent/register/"+s.id+"/verify", nil, "", "Accept", "application/json")
+	resp = r.send("GET", r.e.URL+"/v1/agent/register/"+s.id+"/verify", nil, "", "User-Agent", testserver.PhoneUserAgent)
 	if resp == nil || !r.expect(resp, "registration page "+s.id, http.StatusOK) {
 		return
 	}
-	var c challengeInfo
-	if err := json.Unmarshal(resp.body, &c); err != nil || c.Status != "pending" {
-		r.t.Errorf("registration page %s: %s, want a pending challenge", s.id, resp.body)
+	c, ok := parseScanURL(testserver.AppLink(resp.body))
+	if !ok {
+		r.t.Errorf("registration page %s: %s, want a pending challenge with an app link", s.id, testserver.Snippet(resp.body))
 		return
 	}
 	subject := r.subjects[rand.IntN(len(r.subjects))]

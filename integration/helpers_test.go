@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
@@ -27,6 +28,8 @@ var (
 	uuidRE  = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	timeRE  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
 	nonceRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22,}$`) // base64url, 128 bits or more
+	// fingerprintRE is the short key fingerprint examples/agent prints.
+	fingerprintRE = regexp.MustCompile(`^[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}$`)
 )
 
 // env is a running server plus the checks every response of a test gets: no
@@ -155,18 +158,23 @@ func (e *env) initSession(t *testing.T, body any) session {
 	return s
 }
 
-// challengeInfo is the JSON form of the owner's registration page.
+// challengeInfo is the JSON form of the owner's registration page, with the
+// nonce and scan URL that only the page itself (its QR code, or the app link a
+// phone gets) carries.
 type challengeInfo struct {
-	SessionID   string `json:"sessionId"`
-	DeviceID    string `json:"deviceId"`
-	ChallengeID string `json:"challengeId"`
-	Nonce       string `json:"nonce"`
-	ScanURL     string `json:"scanUrl"`
-	Status      string `json:"status"`
-	ExpiresAt   string `json:"expiresAt"`
+	SessionID      string `json:"sessionId"`
+	DeviceID       string `json:"deviceId"`
+	KeyFingerprint string `json:"keyFingerprint"`
+	ChallengeID    string `json:"challengeId"`
+	Nonce          string `json:"nonce"`
+	ScanURL        string `json:"scanUrl"`
+	ScanExpiresAt  string `json:"scanExpiresAt"`
+	Status         string `json:"status"`
+	ExpiresAt      string `json:"expiresAt"`
 }
 
-// verifyInfo reads the owner's page of s as JSON and checks its shape.
+// verifyInfo reads the owner's page of s as JSON and checks its shape; while the
+// challenge is pending, it reads the scan URL from the page a phone is shown.
 func (e *env) verifyInfo(t *testing.T, s session) challengeInfo {
 	t.Helper()
 	resp := e.do(t, "GET", e.URL+"/v1/agent/register/"+s.ID+"/verify", nil, "Accept", "application/json").ExpectStatus(t, http.StatusOK)
@@ -178,16 +186,57 @@ func (e *env) verifyInfo(t *testing.T, s session) challengeInfo {
 	if !uuidRE.MatchString(c.ChallengeID) {
 		t.Fatalf("verify page: challengeId %q is not a uuid: %s", c.ChallengeID, resp.Body)
 	}
-	if !nonceRE.MatchString(c.Nonce) {
-		t.Errorf("verify page: nonce %q is not base64url of 128 bits or more", c.Nonce)
+	if c.Nonce != "" || c.ScanURL != "" {
+		t.Errorf("verify page JSON reveals the nonce or the scan URL (anyone holding the URL could deny): %s", resp.Body)
 	}
-	if want := e.URL + "/v1/palm/challenges/" + c.ChallengeID + "?nonce=" + url.QueryEscape(c.Nonce); c.ScanURL != want {
-		t.Errorf("verify page: scanUrl %q, want %q", c.ScanURL, want)
+	if !timeRE.MatchString(c.ExpiresAt) || !timeRE.MatchString(c.ScanExpiresAt) {
+		t.Errorf("verify page: expiresAt %q or scanExpiresAt %q is not RFC 3339 UTC with milliseconds", c.ExpiresAt, c.ScanExpiresAt)
 	}
-	if !timeRE.MatchString(c.ExpiresAt) {
-		t.Errorf("verify page: expiresAt %q is not RFC 3339 UTC with milliseconds", c.ExpiresAt)
+	if !fingerprintRE.MatchString(c.KeyFingerprint) {
+		t.Errorf("verify page: keyFingerprint %q is not the short key fingerprint", c.KeyFingerprint)
+	}
+	if c.Status == "pending" {
+		c.ScanURL = e.appLink(t, s.URL)
+		prefix := e.URL + "/v1/palm/challenges/" + c.ChallengeID + "?nonce="
+		nonce, ok := strings.CutPrefix(c.ScanURL, prefix)
+		if !ok || !nonceRE.MatchString(nonce) {
+			t.Fatalf("verify page: app link %q, want %s<base64url nonce>", c.ScanURL, prefix)
+		}
+		c.Nonce = nonce
 	}
 	return c
+}
+
+// parseScanURL reads the challenge id and nonce of a scan URL.
+func parseScanURL(scanURL string) (challengeInfo, bool) {
+	u, err := url.Parse(scanURL)
+	if err != nil {
+		return challengeInfo{}, false
+	}
+	id, ok := strings.CutPrefix(u.Path, "/v1/palm/challenges/")
+	c := challengeInfo{ChallengeID: id, Nonce: u.Query().Get("nonce"), ScanURL: scanURL}
+	return c, ok && uuidRE.MatchString(id) && nonceRE.MatchString(c.Nonce)
+}
+
+// newJar is a cookie jar: the login cookie of a client that acts as a browser.
+func newJar() http.CookieJar {
+	jar, _ := cookiejar.New(nil) // never fails without options
+	return jar
+}
+
+// appLink reads the page at pageURL as a phone would and returns the app link
+// (the scan URL) it offers.
+func (e *env) appLink(t *testing.T, pageURL string) string {
+	t.Helper()
+	resp := e.do(t, "GET", pageURL, nil, "User-Agent", testserver.PhoneUserAgent).ExpectStatus(t, http.StatusOK)
+	link := testserver.AppLink(resp.Body)
+	if link == "" {
+		t.Fatalf("%s: no app link on the page a phone gets:\n%s", resp.Request, testserver.Snippet(resp.Body))
+	}
+	if qrImgRE.Match(resp.Body) {
+		t.Errorf("%s: the page a phone gets shows a QR code; it should offer the app link instead", resp.Request)
+	}
+	return link
 }
 
 // devScan completes a challenge with the dev-mode simulated palm scan.

@@ -327,8 +327,10 @@ func TestLimitsPendingSessions(t *testing.T) {
 	}
 	full()
 	full()
-	// The cap is per deviceId, and per deviceId only: the same key under
-	// another id is another device.
+	// The cap is per (deviceId, key): sessions opened for a deviceId under
+	// throwaway keys do not lock out the agent's real key, nor does the same key
+	// under another id.
+	e.initSession(t, newAgent(t, "capped-agent").registration(time.Now()))
 	b := *a
 	b.deviceID = "capped-agent-2"
 	e.initSession(t, b.registration(time.Now()))

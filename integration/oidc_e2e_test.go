@@ -97,8 +97,13 @@ func TestOIDCRelyingParty(t *testing.T) {
 		if err != nil || img.Bounds().Dx() < 100 || img.Bounds().Dx() != img.Bounds().Dy() {
 			t.Errorf("QR image: %v, bounds %v; want a square PNG of at least 100 px", err, img)
 		}
-		if p := e.loginPageJSON(t, id); p.Status != "pending" || !strings.Contains(body, html.EscapeString(p.ScanURL)) {
-			t.Errorf("login page (status %q) does not link the scan URL %q", p.Status, p.ScanURL)
+		p := e.loginPageJSON(t, id)
+		text, err := testserver.DecodeQR(img)
+		if err != nil || p.Status != "pending" || text != p.ScanURL {
+			t.Errorf("login page (status %q): QR code encodes %q (%v), want the scan URL %q", p.Status, text, err, p.ScanURL)
+		}
+		if link := e.appLink(t, e.verifyURL(id)); link != p.ScanURL {
+			t.Errorf("login page on a phone links %q, want the scan URL %q", link, p.ScanURL)
 		}
 	})
 

@@ -97,6 +97,7 @@ type loginPage struct {
 	ChallengeID   string `json:"challengeId"`
 	Nonce         string `json:"nonce"`
 	ScanURL       string `json:"scanUrl"`
+	ScanExpiresAt string `json:"scanExpiresAt"`
 	Status        string `json:"status"`
 	ExpiresAt     string `json:"expiresAt"`
 }

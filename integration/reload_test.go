@@ -137,11 +137,11 @@ func TestReloadUnderLoad(t *testing.T) {
 	var h2 http.Protocols
 	h2.SetUnencryptedHTTP2(true)
 	clients := []*reloadClient{
-		{name: "HTTP/1.1", http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}},
-		{name: "HTTP/1.1", http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}},
-		{name: "HTTP/1.1 without keep-alive", http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}},
-		{name: "HTTP/2", h2: true, http: &http.Client{Transport: &http.Transport{Protocols: &h2}}},
-		{name: "HTTP/2", h2: true, http: &http.Client{Transport: &http.Transport{Protocols: &h2}}},
+		{name: "HTTP/1.1", http: &http.Client{Jar: newJar(), Transport: &http.Transport{MaxIdleConnsPerHost: 4}}},
+		{name: "HTTP/1.1", http: &http.Client{Jar: newJar(), Transport: &http.Transport{MaxIdleConnsPerHost: 4}}},
+		{name: "HTTP/1.1 without keep-alive", http: &http.Client{Jar: newJar(), Transport: &http.Transport{DisableKeepAlives: true}}},
+		{name: "HTTP/2", h2: true, http: &http.Client{Jar: newJar(), Transport: &http.Transport{Protocols: &h2}}},
+		{name: "HTTP/2", h2: true, http: &http.Client{Jar: newJar(), Transport: &http.Transport{Protocols: &h2}}},
 	}
 	for _, c := range clients {
 		c.connGen = map[net.Conn]int{}
@@ -432,11 +432,14 @@ func (r *reloadRun) registration(c *reloadClient, w, i int) {
 	}
 	var s struct{ SessionID string }
 	_ = json.Unmarshal(resp.body, &s)
-	if resp = r.do(c, "GET", r.e.URL+"/v1/agent/register/"+s.SessionID+"/verify", nil, "", http.StatusOK, "Accept", "application/json"); resp == nil {
+	if resp = r.do(c, "GET", r.e.URL+"/v1/agent/register/"+s.SessionID+"/verify", nil, "", http.StatusOK, "User-Agent", testserver.PhoneUserAgent); resp == nil {
 		return
 	}
-	var ch challengeInfo
-	_ = json.Unmarshal(resp.body, &ch)
+	ch, ok := parseScanURL(testserver.AppLink(resp.body))
+	if !ok {
+		r.t.Errorf("registration page %s: no app link", s.SessionID)
+		return
+	}
 	if r.postJSON(c, "/v1/palm/challenges/"+ch.ChallengeID+"/dev-scan", map[string]string{"nonce": ch.Nonce, "palmSubject": r.subjects[rand.IntN(len(r.subjects))]}, http.StatusOK) == nil {
 		return
 	}

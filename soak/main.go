@@ -47,6 +47,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
@@ -59,6 +60,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/palmgate/palmgate/internal/testserver"
 )
 
 // Record kinds the table shows (keys of GET /palmgate/stats).
@@ -276,6 +279,8 @@ func startServer(bin, dir string) (*server, error) {
 		storage badger %s
 		dev
 		rate_limit off
+		max_pending_logins off
+		max_pending_registrations off
 		registration_session_ttl 10s
 		auth_code_ttl 5s
 		access_token_ttl 30s
@@ -474,9 +479,16 @@ type load struct {
 type registeredAgent struct{ deviceID, urlKey string }
 
 func newLoad(base string) *load {
+	// The workers are one browser, whose login cookie is set before they start (two
+	// first logins at the same instant would each set one).
+	jar, _ := cookiejar.New(nil)
+	if u, err := url.Parse(base); err == nil {
+		jar.SetCookies(u, []*http.Cookie{{Name: "palmgate_login", Value: "c29hay1icm93c2VyLWxvZ2luLWJpbmRpbmctMDAwMDA", Path: "/"}})
+	}
 	return &load{
 		base: base,
 		http: &http.Client{
+			Jar:           jar,
 			Timeout:       30 * time.Second,
 			Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -598,13 +610,14 @@ func (l *load) register(ctx context.Context, rng *mrand.Rand) string {
 	}
 	switch p := rng.Float64(); {
 	case p < 0.15:
-		_, data := l.call(ctx, "GET", "/v1/agent/register/"+session.SessionID+"/verify", nil, "", http.StatusOK, "Accept", "application/json")
-		var ch struct{ ChallengeID, Nonce string }
-		if data == nil || json.Unmarshal(data, &ch) != nil {
+		// The owner's page as a phone gets it: the app link is the scan URL.
+		_, data := l.call(ctx, "GET", "/v1/agent/register/"+session.SessionID+"/verify", nil, "", http.StatusOK, "User-Agent", testserver.PhoneUserAgent)
+		scan, err := url.Parse(testserver.AppLink(data))
+		if data == nil || err != nil || scan.Query().Get("nonce") == "" {
 			return "init+scan"
 		}
-		if l.postJSON(ctx, "/v1/palm/challenges/"+ch.ChallengeID+"/dev-scan",
-			map[string]string{"nonce": ch.Nonce, "palmSubject": fmt.Sprintf("soak-person-%d", rng.IntN(50))}, http.StatusOK) != nil {
+		if l.postJSON(ctx, scan.Path+"/dev-scan",
+			map[string]string{"nonce": scan.Query().Get("nonce"), "palmSubject": fmt.Sprintf("soak-person-%d", rng.IntN(50))}, http.StatusOK) != nil {
 			l.mu.Lock()
 			if len(l.agents) < 10000 {
 				l.agents = append(l.agents, registeredAgent{deviceID, base64.URLEncoding.EncodeToString(der)})

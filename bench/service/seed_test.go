@@ -106,11 +106,11 @@ func TestSeedLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := as.Init(ctx, c)
+	sess, err := as.Init(ctx, c, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := as.Challenge(ctx, sess)
+	pc, err := as.Challenge(ctx, sess, false)
 	if err != nil {
 		t.Fatal(err)
 	}

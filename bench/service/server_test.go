@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,6 +52,8 @@ const caddyfile = `{
 		issuer http://127.0.0.1:{port}
 		storage badger {datadir}/palmgate
 		rate_limit off
+		max_pending_logins off
+		max_pending_registrations off
 		auth_code_ttl 1h
 		palm_attestor ` + AttestorName + ` {attestor}
 		client ` + clientID + ` {
@@ -452,12 +455,12 @@ func (s *site) mintCode(c *loadgen.Conn, i int) ([]byte, error) {
 		"scope": {"openid offline_access"}, "state": {"st" + strconv.Itoa(i)}, "nonce": {"n-" + randHex(8)},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
 	}
-	code, loc, body, err := c.Do(loadgen.GetRequest(s.host, "/oauth2/authorize?"+q.Encode()))
+	code, loc, body, err := c.Do(loadgen.GetRequest(s.host, "/oauth2/authorize?"+q.Encode(), benchBrowser))
 	if err != nil || code != 302 {
 		return nil, fmt.Errorf("authorize: %d %v %.200s", code, err, body)
 	}
 	verify := strings.TrimPrefix(loc, s.URL)
-	code, _, body, err = c.Do(loadgen.GetRequest(s.host, verify, "Accept: application/json"))
+	code, _, body, err = c.Do(loadgen.GetRequest(s.host, verify, "Accept: application/json", benchBrowser))
 	if err != nil || code != 200 {
 		return nil, fmt.Errorf("login page: %d %v %.200s", code, err, body)
 	}
@@ -469,7 +472,7 @@ func (s *site) mintCode(c *loadgen.Conn, i int) ([]byte, error) {
 	if err := s.assert(c, page.ChallengeID, page.Nonce, subject); err != nil {
 		return nil, err
 	}
-	code, loc, body, err = c.Do(loadgen.GetRequest(s.host, verify))
+	code, loc, body, err = c.Do(loadgen.GetRequest(s.host, verify, benchBrowser))
 	if err != nil || code != 302 || query(loc, "code") == "" {
 		return nil, fmt.Errorf("back to the client: %d %v %s %.200s", code, err, loc, body)
 	}
@@ -510,8 +513,12 @@ func newRegistration(cfg SeedConfig, run string, n int) registration {
 	return registration{deviceID: id, init: b, subject: PalmSubject(int(uint64(n) * 0x9E3779B97F4A7C15 % uint64(cfg.Humans)))}
 }
 
-// register runs one registration: init, the owner's page (JSON, for the
-// challenge id and nonce the QR code carries), the palm engine's assertion.
+// benchBrowser is the login cookie of the browser the benchmark logs in with (a
+// browser keeps the one palmgate set at its first login).
+const benchBrowser = "Cookie: palmgate_login=YmVuY2gtYnJvd3Nlci1sb2dpbi1iaW5kaW5nLTAwMDA"
+
+// register runs one registration: init, the owner's page (as a phone gets it,
+// for the scan URL the app opens), the palm engine's assertion.
 // The agent is registered when the assertion is answered.
 func (s *site) register(c *loadgen.Conn, r registration) error {
 	code, _, body, err := c.Do(loadgen.PostRequest(s.host, "/v1/agent/register/init", "application/json", r.init))
@@ -522,15 +529,15 @@ func (s *site) register(c *loadgen.Conn, r registration) error {
 	if err := json.Unmarshal(body, &sess); err != nil {
 		return err
 	}
-	code, _, body, err = c.Do(loadgen.GetRequest(s.host, "/v1/agent/register/"+sess.SessionID+"/verify", "Accept: application/json"))
+	code, _, body, err = c.Do(loadgen.GetRequest(s.host, "/v1/agent/register/"+sess.SessionID+"/verify", "User-Agent: "+testserver.PhoneUserAgent))
 	if err != nil || code != 200 {
 		return fmt.Errorf("owner's page: %d %v %.200s", code, err, body)
 	}
-	var page struct{ ChallengeID, Nonce string }
-	if err := json.Unmarshal(body, &page); err != nil {
-		return err
+	scan, err := url.Parse(testserver.AppLink(body))
+	if err != nil || scan.Query().Get("nonce") == "" {
+		return fmt.Errorf("owner's page: no app link in %.200s", body)
 	}
-	return s.assert(c, page.ChallengeID, page.Nonce, r.subject)
+	return s.assert(c, path.Base(scan.Path), scan.Query().Get("nonce"), r.subject)
 }
 
 func randHex(n int) string {

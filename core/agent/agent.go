@@ -18,11 +18,14 @@ import (
 	"github.com/palmgate/palmgate/storage"
 )
 
-// retention is how long a session stays readable after it expires.
-const retention = 24 * time.Hour
-
-// MaxPendingSessions bounds the open registration sessions of one deviceId.
-const MaxPendingSessions = 32
+// Bounds of open registration sessions. They are counted per (deviceId, public
+// key), so that sessions opened for a victim's deviceId with throwaway keys do not
+// lock out the real agent, and per client address, so that one address cannot open
+// them without end (palm.Service caps them all).
+const (
+	MaxPendingSessions           = 32
+	MaxPendingSessionsPerAddress = 128
+)
 
 // Time is the JSON time of registry answers.
 type Time = jsontime.Time
@@ -41,9 +44,12 @@ const (
 // Session is a registration session: created by init, ended by the owner's palm
 // verification (or its denial, or time).
 type Session struct {
-	ID           string        `json:"id"`
-	DeviceID     string        `json:"deviceId"`
-	PublicKey    string        `json:"publicKey"`
+	ID        string `json:"id"`
+	DeviceID  string `json:"deviceId"`
+	PublicKey string `json:"publicKey"`
+	// Address is the client address that opened the session (an IPv6 one as its
+	// /64), which counts its open sessions.
+	Address      string        `json:"address,omitempty"`
 	Status       SessionStatus `json:"status"`
 	ChallengeID  string        `json:"challengeId"`
 	ExpiresAt    Time          `json:"expiresAt"`
@@ -116,10 +122,11 @@ func (s *Service) RegistrationURL(id string) string {
 	return s.issuer + "/v1/agent/register/" + id + "/verify"
 }
 
-// Init starts a registration: it checks the challenge's registration form, age and
-// signature, refuses a replayed message and an already registered deviceId or key,
-// and stores the session and its palm challenge in one transaction.
-func (s *Service) Init(ctx context.Context, c *Challenge) (*Session, error) {
+// Init starts a registration for a client at address: it checks the challenge's
+// registration form, age and signature, refuses a replayed message, an already
+// registered deviceId or key and too many open sessions, and stores the session and
+// its palm challenge in one transaction.
+func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Session, error) {
 	now := s.now()
 	if err := c.checkRegistrationForm(now, s.challengeMaxAge); err != nil {
 		return nil, err
@@ -128,10 +135,11 @@ func (s *Service) Init(ctx context.Context, c *Challenge) (*Session, error) {
 		ID:        uuid.NewString(),
 		DeviceID:  c.DeviceID,
 		PublicKey: EncodePublicKey(c.PublicKey),
+		Address:   address,
 		Status:    SessionPending,
 		ExpiresAt: Time(now.Add(s.sessionTTL).UTC()),
 	}
-	ch, err := s.palm.New(palm.PurposeAgentRegistration, session.ID, palm.Request{DeviceID: c.DeviceID}, s.sessionTTL)
+	ch, err := s.palm.New(palm.PurposeAgentRegistration, session.ID, palm.Request{DeviceID: c.DeviceID, KeyFingerprint: Fingerprint(c.PublicKey)}, s.sessionTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -146,17 +154,14 @@ func (s *Service) Init(ctx context.Context, c *Challenge) (*Session, error) {
 		if err := checkUnregistered(txn, c.DeviceID, c.PublicKey); err != nil {
 			return err
 		}
-		if err := s.checkPendingCap(txn, c.DeviceID); err != nil {
-			return err
-		}
-		if err := txn.Set(pendingKey(c.DeviceID, session.ID), nil, s.sessionTTL); err != nil {
+		if err := s.openPending(txn, session); err != nil {
 			return err
 		}
 		// The marker outlives every timestamp the age window still accepts.
 		if err := txn.Set(replay, nil, 2*s.challengeMaxAge+time.Minute); err != nil {
 			return err
 		}
-		if err := putSession(txn, session, s.sessionTTL+retention); err != nil {
+		if err := s.putSession(txn, session); err != nil {
 			return err
 		}
 		return s.palm.PutChallenge(txn, ch)
@@ -167,32 +172,53 @@ func (s *Service) Init(ctx context.Context, c *Challenge) (*Session, error) {
 	return session, nil
 }
 
-// checkPendingCap refuses a new session when the device already has MaxPendingSessions
-// open ones, so that nobody can fill the store with sessions for one device. The
-// count is a prefix scan, and a transaction's conflict check covers only the keys
-// it read: two concurrent Inits could each count 31 and both succeed. Both read
-// and write the device's guard key too, so one of them conflicts and counts again.
-func (s *Service) checkPendingCap(txn storage.Txn, deviceID string) error {
-	guard := pendingGuardKey(deviceID)
-	if _, err := txn.Get(guard); err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return err
+// openPending records session as open under its (deviceId, key) and its address,
+// refusing it when either already has its maximum of open sessions. Each count is a
+// prefix scan, and a transaction's conflict check covers only the keys it read: two
+// concurrent Inits could each count one short and both succeed. Both read and
+// write the count's guard key too, so one of them conflicts and counts again.
+func (s *Service) openPending(txn storage.Txn, session *Session) error {
+	type count struct {
+		prefix, guard []byte
+		max           int
+		what          string
 	}
-	if err := txn.Set(guard, nil, s.sessionTTL); err != nil {
-		return err
+	counts := []count{{pendingPrefix(session.DeviceID, session.PublicKey), pendingGuardKey(session.DeviceID, session.PublicKey), MaxPendingSessions, "this deviceId and publicKey"}}
+	if session.Address != "" { // "" when the edge counts no address (rate_limit off)
+		counts = append(counts, count{addressPrefix(session.Address), addressGuardKey(session.Address), MaxPendingSessionsPerAddress, "this client address"})
 	}
-	n := 0
-	err := txn.Iterate(pendingPrefix(deviceID), func(_, _ []byte) (bool, error) {
-		n++
-		return n < MaxPendingSessions, nil
-	})
-	if err != nil {
-		return err
-	}
-	if n >= MaxPendingSessions {
-		return &Error{Kind: ErrTooManyPending, Code: CodeTooManyPendingInits,
-			Message: fmt.Sprintf("this deviceId already has %d pending registration sessions; complete or let one expire", MaxPendingSessions)}
+	for _, c := range counts {
+		if _, err := txn.Get(c.guard); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if err := txn.Set(c.guard, nil, s.sessionTTL); err != nil {
+			return err
+		}
+		n := 0
+		err := txn.IterateKeys(c.prefix, func([]byte) (bool, error) {
+			n++
+			return n < c.max, nil
+		})
+		if err != nil {
+			return err
+		}
+		if n >= c.max {
+			return &Error{Kind: ErrTooManyPending, Code: CodeTooManyPendingInits,
+				Message: fmt.Sprintf("%s already has %d pending registration sessions; complete or let one expire", c.what, c.max)}
+		}
+		if err := txn.Set(append(c.prefix, session.ID...), nil, s.sessionTTL); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// closePending removes session from the open counts.
+func closePending(txn storage.Txn, session *Session) error {
+	if err := txn.Delete(append(pendingPrefix(session.DeviceID, session.PublicKey), session.ID...)); err != nil {
+		return err
+	}
+	return txn.Delete(append(addressPrefix(session.Address), session.ID...))
 }
 
 func messageSum(c *Challenge) []byte {
@@ -231,8 +257,12 @@ func (s *Service) Session(ctx context.Context, id string) (*Session, error) {
 	return session, nil
 }
 
-// Challenge returns the palm challenge of a session, for the owner's page.
-func (s *Service) Challenge(ctx context.Context, session *Session) (*palm.Challenge, error) {
+// Challenge returns the palm challenge of a session, for the owner's page, with
+// its scan URL renewed when due unless renew is false.
+func (s *Service) Challenge(ctx context.Context, session *Session, renew bool) (*palm.Challenge, error) {
+	if renew {
+		return s.palm.Renew(ctx, session.ChallengeID)
+	}
 	var c *palm.Challenge
 	err := s.store.View(ctx, func(txn storage.Txn) error {
 		var err error
@@ -265,12 +295,14 @@ func getSession(txn storage.Txn, id string) (*Session, error) {
 	return &session, nil
 }
 
-func putSession(txn storage.Txn, session *Session, ttl time.Duration) error {
+// putSession stores session, kept as palm.KeepFor says: a completed one a day, an
+// unfinished one briefly past its expiry.
+func (s *Service) putSession(txn storage.Txn, session *Session) error {
 	b, err := json.Marshal(session)
 	if err != nil {
 		return fmt.Errorf("encoding registration session: %w", err)
 	}
-	return txn.Set(sessionKey(session.ID), b, ttl)
+	return txn.Set(sessionKey(session.ID), b, palm.KeepFor(s.now(), time.Time(session.ExpiresAt), session.Status == SessionCompleted))
 }
 
 // outcome ends registration sessions when their palm challenge ends.
@@ -303,10 +335,10 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 		}
 		session.Status, session.RegisteredAt = SessionCompleted, Time(now)
 	}
-	if err := txn.Delete(pendingKey(session.DeviceID, session.ID)); err != nil {
+	if err := closePending(txn, session); err != nil {
 		return err
 	}
-	return putSession(txn, session, time.Time(session.ExpiresAt).Sub(now)+retention)
+	return o.s.putSession(txn, session)
 }
 
 // Committed drops the cached leaderboard once a verified registration has
@@ -327,10 +359,10 @@ func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
 		return nil
 	}
 	session.Status = SessionFailed
-	if err := txn.Delete(pendingKey(session.DeviceID, session.ID)); err != nil {
+	if err := closePending(txn, session); err != nil {
 		return err
 	}
-	return putSession(txn, session, time.Time(session.ExpiresAt).Sub(o.s.now())+retention)
+	return o.s.putSession(txn, session)
 }
 
 // register writes the agent, its key index (with a copy of the record, so that a

@@ -75,18 +75,19 @@ func newHarness(t *testing.T) *harness {
 // init starts a registration for a at the current time.
 func (h *harness) init(t *testing.T, a *testAgent) *Session {
 	t.Helper()
-	s, err := h.reg.Init(context.Background(), a.registration(t, h.clock.Now()))
+	s, err := h.reg.Init(context.Background(), a.registration(t, h.clock.Now()), "")
 	if err != nil {
 		t.Fatalf("Init(%s): %v", a.deviceID, err)
 	}
 	return s
 }
 
-// scan completes the session's palm challenge as person palmSubject.
+// scan completes the session's palm challenge as person palmSubject, through a
+// scan URL the owner's page has just shown (renewed if due).
 func (h *harness) scan(t *testing.T, s *Session, palmSubject string) *palm.Challenge {
 	t.Helper()
 	ctx := context.Background()
-	c, err := h.reg.Challenge(ctx, s)
+	c, err := h.reg.Challenge(ctx, s, true)
 	if err != nil {
 		t.Fatalf("Challenge(%s): %v", s.ID, err)
 	}
@@ -101,7 +102,7 @@ func (h *harness) scan(t *testing.T, s *Session, palmSubject string) *palm.Chall
 func (h *harness) deny(t *testing.T, s *Session) {
 	t.Helper()
 	ctx := context.Background()
-	c, err := h.reg.Challenge(ctx, s)
+	c, err := h.reg.Challenge(ctx, s, true)
 	if err != nil {
 		t.Fatalf("Challenge(%s): %v", s.ID, err)
 	}

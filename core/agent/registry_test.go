@@ -42,7 +42,7 @@ func TestInitCreatesPendingSession(t *testing.T) {
 	if stored.Status != SessionPending || stored.ChallengeID != s.ChallengeID || !sameTime(stored.ExpiresAt, now.Add(testSessionTTL)) {
 		t.Errorf("stored session = %+v", stored)
 	}
-	c, err := h.reg.Challenge(context.Background(), s)
+	c, err := h.reg.Challenge(context.Background(), s, false)
 	if err != nil {
 		t.Fatalf("Challenge: %v", err)
 	}
@@ -71,7 +71,7 @@ func TestInitRefused(t *testing.T) {
 			challenge: func(t *testing.T, h *harness) *Challenge {
 				a := newTestAgent(t, "fresh", "fresh")
 				c := a.registration(t, h.clock.Now())
-				if _, err := h.reg.Init(context.Background(), c); err != nil {
+				if _, err := h.reg.Init(context.Background(), c, ""); err != nil {
 					t.Fatalf("first Init: %v", err)
 				}
 				h.clock.Advance(time.Minute) // still within the age window
@@ -83,7 +83,7 @@ func TestInitRefused(t *testing.T) {
 			name: "replayed message under another deviceId",
 			challenge: func(t *testing.T, h *harness) *Challenge {
 				c := newTestAgent(t, "fresh", "fresh").registration(t, h.clock.Now())
-				if _, err := h.reg.Init(context.Background(), c); err != nil {
+				if _, err := h.reg.Init(context.Background(), c, ""); err != nil {
 					t.Fatalf("first Init: %v", err)
 				}
 				c.DeviceID = "fresh-2"
@@ -128,7 +128,7 @@ func TestInitRefused(t *testing.T) {
 			h := newHarness(t)
 			h.register(t, newTestAgent(t, "taken", "taken"), "owner")
 			c := tt.challenge(t, h)
-			s, err := h.reg.Init(context.Background(), c)
+			s, err := h.reg.Init(context.Background(), c, "")
 			if err == nil {
 				t.Fatalf("Init accepted, session %+v", s)
 			}
@@ -149,12 +149,12 @@ func TestSessionExpires(t *testing.T) {
 	if got := h.session(t, s.ID).Status; got != SessionExpired {
 		t.Fatalf("status at expiresAt = %s, want expired", got)
 	}
-	h.clock.Advance(23 * time.Hour)
+	h.clock.Advance(palm.Grace - time.Second)
 	if got := h.session(t, s.ID).Status; got != SessionExpired {
-		t.Fatalf("status a day later = %s, want expired (still readable)", got)
+		t.Fatalf("status within the grace after expiry = %s, want expired (still readable)", got)
 	}
 
-	c, err := h.reg.Challenge(context.Background(), s)
+	c, err := h.reg.Challenge(context.Background(), s, false)
 	if err != nil {
 		t.Fatalf("Challenge: %v", err)
 	}
@@ -313,7 +313,7 @@ func TestDenyFailsSession(t *testing.T) {
 	if got := h.session(t, s.ID); got.Status != SessionFailed || !time.Time(got.RegisteredAt).IsZero() {
 		t.Errorf("session after deny = %+v, want failed", got)
 	}
-	c, err := h.reg.Challenge(context.Background(), s)
+	c, err := h.reg.Challenge(context.Background(), s, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestPendingCapUnderConcurrency(t *testing.T) {
 	for i := range inits {
 		c := a.registration(t, h.clock.Now().Add(time.Duration(i)*time.Millisecond))
 		wg.Go(func() {
-			_, err := h.reg.Init(context.Background(), c)
+			_, err := h.reg.Init(context.Background(), c, "")
 			switch {
 			case err == nil:
 				created.Add(1)

@@ -2,6 +2,9 @@ package oidc
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -23,7 +27,6 @@ const (
 	MaxNonceLen  = 500
 	maxScopes    = 20
 	maxScopeLen  = 64
-	retention    = 24 * time.Hour
 	codeBytes    = 32
 	pkceS256     = "S256"
 	pkcePlain    = "plain"
@@ -60,6 +63,37 @@ type AuthRequest struct {
 	HumanID       string            `json:"humanId,omitempty"`
 	AuthTime      time.Time         `json:"authTime,omitzero"`
 	ExpiresAt     time.Time         `json:"expiresAt"`
+	// BrowserHash is the SHA-256 of the binding secret of the browser that made the
+	// request (its login cookie): only that browser sees the nonce or gets the code.
+	BrowserHash string `json:"browserHash"`
+}
+
+// Browser is what the edge knows of the browser that sends an authorization
+// request.
+type Browser struct {
+	// Binding is the secret of the browser's login cookie (256 bits, random).
+	Binding string
+	// IP is the browser's address, and Summary its user agent in words ("Chrome on
+	// Windows"); the person's app shows both before they consent.
+	IP, Summary string
+}
+
+// MinBindingLen is the shortest binding secret Authorize accepts.
+const MinBindingLen = 32
+
+// ErrOtherBrowser refuses the login page, its nonce and its code to a browser that
+// did not start the login.
+var ErrOtherBrowser = errors.New("this sign-in was started in another browser")
+
+func bindingHash(binding string) string {
+	sum := sha256.Sum256([]byte(binding))
+	return hex.EncodeToString(sum[:])
+}
+
+// boundTo reports, in constant time, whether binding is the secret of the browser
+// that made the request.
+func (ar *AuthRequest) boundTo(binding string) bool {
+	return binding != "" && subtle.ConstantTimeCompare([]byte(bindingHash(binding)), []byte(ar.BrowserHash)) == 1
 }
 
 // ClientName is the display name of the request's client.
@@ -70,10 +104,13 @@ func (s *Service) ClientName(ar *AuthRequest) string {
 	return ar.ClientID
 }
 
-// Authorize validates an authorization request (its query or form parameters),
-// stores it with a fresh palm challenge, and returns it. Errors before the client
-// and redirect_uri are known good are never redirected.
-func (s *Service) Authorize(ctx context.Context, params url.Values) (*AuthRequest, error) {
+// Authorize validates an authorization request (its query or form parameters) from
+// browser, stores it with a fresh palm challenge, and returns it. Errors before the
+// client and redirect_uri are known good are never redirected.
+func (s *Service) Authorize(ctx context.Context, params url.Values, browser Browser) (*AuthRequest, error) {
+	if len(browser.Binding) < MinBindingLen {
+		return nil, errors.New("authorize: the browser binding secret is missing or short")
+	}
 	for name, values := range params {
 		if len(values) > 1 {
 			return nil, oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
@@ -129,9 +166,12 @@ func (s *Service) Authorize(ctx context.Context, params url.Values) (*AuthReques
 	ar := &AuthRequest{
 		ID: uuid.NewString(), ClientID: clientID, RedirectURI: redirectURI, Scopes: scopes,
 		State: state, Nonce: nonce, CodeChallenge: challenge, Status: RequestPending,
-		ExpiresAt: now.Add(s.loginTTL),
+		ExpiresAt: now.Add(s.loginTTL), BrowserHash: bindingHash(browser.Binding),
 	}
-	c, err := s.palm.New(palm.PurposeLogin, ar.ID, palm.Request{ClientName: cl.name, Scopes: scopes}, s.loginTTL)
+	c, err := s.palm.New(palm.PurposeLogin, ar.ID, palm.Request{
+		ClientName: cl.name, Scopes: scopes, ScopeDescriptions: DescribeScopes(scopes),
+		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary,
+	}, s.loginTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +210,7 @@ func (s *Service) putAuthRequest(txn storage.Txn, ar *AuthRequest) error {
 	if err != nil {
 		return fmt.Errorf("encoding authorization request: %w", err)
 	}
-	return txn.Set(authRequestKey(ar.ID), b, ar.ExpiresAt.Sub(s.now())+retention)
+	return txn.Set(authRequestKey(ar.ID), b, palm.KeepFor(s.now(), ar.ExpiresAt, ar.HumanID != ""))
 }
 
 func getAuthRequest(txn storage.Txn, id string) (*AuthRequest, error) {
@@ -192,14 +232,21 @@ func getAuthRequest(txn storage.Txn, id string) (*AuthRequest, error) {
 	return &ar, nil
 }
 
-// LoginState is an authorization request with its palm challenge.
+// LoginState is an authorization request with its palm challenge, as the browser
+// presenting binding may see it.
 type LoginState struct {
 	Request   *AuthRequest
 	Challenge *palm.Challenge
+	// Bound reports whether the browser is the one that made the request; only
+	// then may it see the challenge's nonce (and scan URL).
+	Bound bool
 }
 
-// Login returns an authorization request and its challenge, for the login page.
-func (s *Service) Login(ctx context.Context, id string) (*LoginState, error) {
+// Login returns an authorization request and its challenge, for the login page of
+// the browser presenting binding. For that browser it renews the challenge's scan
+// URL when due (see palm.Service.Renew); unless renew is false (a HEAD request,
+// which changes nothing).
+func (s *Service) Login(ctx context.Context, id, binding string, renew bool) (*LoginState, error) {
 	var st LoginState
 	err := s.store.View(ctx, func(txn storage.Txn) error {
 		var err error
@@ -211,6 +258,12 @@ func (s *Service) Login(ctx context.Context, id string) (*LoginState, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	st.Bound = st.Request.boundTo(binding)
+	if st.Bound && renew {
+		if st.Challenge, err = s.palm.Renew(ctx, st.Challenge.ID); err != nil {
+			return nil, err
+		}
 	}
 	st.Challenge.Status = st.Challenge.StatusAt(s.now())
 	return &st, nil
@@ -242,10 +295,11 @@ func (r *Redirect) URL() string {
 	return u.String()
 }
 
-// Finish answers a login whose palm challenge has ended: a code once verified,
-// access_denied once denied or expired. It answers once; a later call is an error.
-// A pending login returns (nil, nil).
-func (s *Service) Finish(ctx context.Context, id string) (*Redirect, error) {
+// Finish answers a login whose palm challenge has ended, to the browser that made
+// it (ErrOtherBrowser to any other): a code once verified, access_denied once
+// denied or expired. It answers once; a later call is an error. A pending login
+// returns (nil, nil).
+func (s *Service) Finish(ctx context.Context, id, binding string) (*Redirect, error) {
 	code, err := randomToken(codeBytes)
 	if err != nil {
 		return nil, err
@@ -256,6 +310,9 @@ func (s *Service) Finish(ctx context.Context, id string) (*Redirect, error) {
 		ar, err := getAuthRequest(txn, id)
 		if err != nil {
 			return err
+		}
+		if !ar.boundTo(binding) {
+			return ErrOtherBrowser
 		}
 		if ar.Status == RequestAnswered {
 			return oauthError(ErrInvalidRequest, "this authorization request was already answered")

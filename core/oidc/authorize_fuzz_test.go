@@ -149,7 +149,7 @@ func FuzzAuthorize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, rawQuery string) {
 		params, _ := url.ParseQuery(rawQuery) // the edge's r.URL.Query() ignores the error too
 		before := p.state(t)
-		ar, err := p.svc.Authorize(ctx, params)
+		ar, err := p.svc.Authorize(ctx, params, testBrowser)
 		after := p.state(t)
 		clientID, redirectURI := params.Get("client_id"), params.Get("redirect_uri")
 		cl := p.svc.clients.get(clientID)

@@ -72,7 +72,7 @@ func TestAuthorizeRefused(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			ar, err := h.svc.Authorize(context.Background(), tc.params)
+			ar, err := h.svc.Authorize(context.Background(), tc.params, testBrowser)
 			if ar != nil {
 				t.Errorf("Authorize returned a request: %+v", ar)
 			}
@@ -140,7 +140,7 @@ func TestAuthorize(t *testing.T) {
 				t.Errorf("request = %+v, want pending, expiring at %v", ar, now.Add(loginTTL))
 			}
 
-			st, err := h.svc.Login(context.Background(), ar.ID)
+			st, err := h.svc.Login(context.Background(), ar.ID, testBinding, true)
 			if err != nil {
 				t.Fatalf("Login: %v", err)
 			}
@@ -157,7 +157,7 @@ func TestAuthorize(t *testing.T) {
 			if got := h.svc.ClientName(ar); got != wantName {
 				t.Errorf("ClientName = %q, want %q", got, wantName)
 			}
-			if r, err := h.svc.Finish(context.Background(), ar.ID); r != nil || err != nil {
+			if r, err := h.svc.Finish(context.Background(), ar.ID, testBinding); r != nil || err != nil {
 				t.Errorf("Finish while pending = %+v, %v; want nil, nil", r, err)
 			}
 			if n := h.count(t, "oidc/code/"); n != 0 {
@@ -170,10 +170,10 @@ func TestAuthorize(t *testing.T) {
 func TestLoginUnknownRequest(t *testing.T) {
 	h := newHarness(t)
 	for _, id := range []string{uuid.NewString(), "", "not-a-uuid", "urn:uuid:" + uuid.NewString()} {
-		if _, err := h.svc.Login(context.Background(), id); err == nil {
+		if _, err := h.svc.Login(context.Background(), id, testBinding, true); err == nil {
 			t.Errorf("Login(%q) succeeded", id)
 		}
-		if _, err := h.svc.Finish(context.Background(), id); err == nil {
+		if _, err := h.svc.Finish(context.Background(), id, testBinding); err == nil {
 			t.Errorf("Finish(%q) succeeded", id)
 		}
 	}
@@ -195,20 +195,20 @@ func TestFinishEnds(t *testing.T) {
 			h.clock.Advance(time.Hour) // a verified login stays verified
 		}, true},
 		{"denied", func(t *testing.T, h *harness, ar *AuthRequest) {
-			st, err := h.svc.Login(context.Background(), ar.ID)
+			st, err := h.svc.Login(context.Background(), ar.ID, testBinding, true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.palm.Deny(context.Background(), ar.ChallengeID, st.Challenge.Nonce); err != nil {
 				t.Fatalf("Deny: %v", err)
 			}
-			if st, _ := h.svc.Login(context.Background(), ar.ID); st.Request.Status != RequestDenied {
+			if st, _ := h.svc.Login(context.Background(), ar.ID, testBinding, true); st.Request.Status != RequestDenied {
 				t.Errorf("request status after Deny = %s", st.Request.Status)
 			}
 		}, false},
 		{"expired", func(t *testing.T, h *harness, ar *AuthRequest) {
 			h.clock.Advance(loginTTL)
-			st, err := h.svc.Login(context.Background(), ar.ID)
+			st, err := h.svc.Login(context.Background(), ar.ID, testBinding, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +225,7 @@ func TestFinishEnds(t *testing.T) {
 			h := newHarness(t)
 			ar := h.authorize(t, params("scope", "openid offline_access"))
 			tc.act(t, h, ar)
-			r, err := h.svc.Finish(context.Background(), ar.ID)
+			r, err := h.svc.Finish(context.Background(), ar.ID, testBinding)
 			if err != nil || r == nil {
 				t.Fatalf("Finish = %+v, %v", r, err)
 			}
@@ -251,11 +251,11 @@ func TestFinishEnds(t *testing.T) {
 					t.Errorf("%d codes stored, want none", n)
 				}
 			}
-			st, err := h.svc.Login(context.Background(), ar.ID)
+			st, err := h.svc.Login(context.Background(), ar.ID, testBinding, true)
 			if err != nil || st.Request.Status != RequestAnswered {
 				t.Errorf("request after Finish = %+v, %v; want answered", st, err)
 			}
-			again, err := h.svc.Finish(context.Background(), ar.ID)
+			again, err := h.svc.Finish(context.Background(), ar.ID, testBinding)
 			if again != nil {
 				t.Errorf("second Finish = %+v", again)
 			}

@@ -36,6 +36,12 @@ const (
 	sharedSector = "shared-sector"
 )
 
+// testBinding is the login cookie of the browser the tests log in with.
+var (
+	testBinding = strings.Repeat("b", 43)
+	testBrowser = Browser{Binding: testBinding, IP: "192.0.2.10", Summary: "Firefox on Linux"}
+)
+
 var testClients = []Client{
 	{ID: "app", Secret: "app-secret", RedirectURIs: []string{appRedirect, appLoopback}, Name: "Example App"},
 	{ID: "other", Secret: "other-secret", RedirectURIs: []string{otherRedir}, Sector: sharedSector},
@@ -125,7 +131,7 @@ func params(kv ...string) url.Values {
 
 func (h *harness) authorize(t *testing.T, p url.Values) *AuthRequest {
 	t.Helper()
-	ar, err := h.svc.Authorize(context.Background(), p)
+	ar, err := h.svc.Authorize(context.Background(), p, testBrowser)
 	if err != nil {
 		t.Fatalf("Authorize(%v): %v", p, err)
 	}
@@ -135,7 +141,7 @@ func (h *harness) authorize(t *testing.T, p url.Values) *AuthRequest {
 // scan completes the palm challenge of ar as palm subject who, returning the human.
 func (h *harness) scan(t *testing.T, ar *AuthRequest, who string) string {
 	t.Helper()
-	st, err := h.svc.Login(context.Background(), ar.ID)
+	st, err := h.svc.Login(context.Background(), ar.ID, testBinding, true)
 	if err != nil {
 		t.Fatalf("Login: %v", err)
 	}
@@ -158,7 +164,7 @@ func (h *harness) login(t *testing.T, p url.Values, who string) login {
 	t.Helper()
 	ar := h.authorize(t, p)
 	humanID := h.scan(t, ar, who)
-	r, err := h.svc.Finish(context.Background(), ar.ID)
+	r, err := h.svc.Finish(context.Background(), ar.ID, testBinding)
 	if err != nil || r == nil || r.Code == "" {
 		t.Fatalf("Finish = %+v, %v; want a code", r, err)
 	}

@@ -33,14 +33,14 @@ const (
 func (p *fuzzProvider) completeLogin(f *testing.F, ar *AuthRequest) string {
 	f.Helper()
 	ctx := context.Background()
-	st, err := p.svc.Login(ctx, ar.ID)
+	st, err := p.svc.Login(ctx, ar.ID, testBinding, true)
 	if err != nil {
 		f.Fatalf("Login: %v", err)
 	}
 	if _, err := p.palm.DevScan(ctx, ar.ChallengeID, st.Challenge.Nonce, "alice"); err != nil {
 		f.Fatalf("DevScan: %v", err)
 	}
-	r, err := p.svc.Finish(ctx, ar.ID)
+	r, err := p.svc.Finish(ctx, ar.ID, testBinding)
 	if err != nil || r == nil || r.Code == "" {
 		f.Fatalf("Finish = %+v, %v; want a code", r, err)
 	}
@@ -65,7 +65,7 @@ func FuzzTokenForm(f *testing.F) {
 		"response_type": {"code"}, "client_id": {"app"}, "redirect_uri": {fuzzRedirect},
 		"scope": {"openid profile"}, "state": {"s"}, "nonce": {"n"},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {pkceS256},
-	})
+	}, testBrowser)
 	if err != nil {
 		f.Fatalf("Authorize: %v", err)
 	}
@@ -74,7 +74,7 @@ func FuzzTokenForm(f *testing.F) {
 	ar, err = p.svc.Authorize(ctx, url.Values{
 		"response_type": {"code"}, "client_id": {"app"}, "redirect_uri": {fuzzRedirect},
 		"scope": {"openid offline_access profile"},
-	})
+	}, testBrowser)
 	if err != nil {
 		f.Fatalf("Authorize: %v", err)
 	}

@@ -38,20 +38,20 @@ func TestLoginFlow(t *testing.T) {
 			if _, err := uuid.Parse(humanID); err != nil {
 				t.Fatalf("humanId %q", humanID)
 			}
-			st, err := h.svc.Login(ctx, ar.ID)
+			st, err := h.svc.Login(ctx, ar.ID, testBinding, true)
 			if err != nil || st.Request.Status != RequestVerified || st.Request.HumanID != humanID || !st.Request.AuthTime.Equal(authTime) {
 				t.Fatalf("request after scan = %+v, %v", st.Request, err)
 			}
 
 			h.clock.Advance(10 * time.Second)
-			r, err := h.svc.Finish(ctx, ar.ID)
+			r, err := h.svc.Finish(ctx, ar.ID, testBinding)
 			if err != nil || r == nil || r.Code == "" || r.Error != "" || r.State != ar.State || r.URI != ar.RedirectURI {
 				t.Fatalf("Finish = %+v, %v", r, err)
 			}
 			if len(r.Code) < 43 {
 				t.Errorf("code %q is shorter than 256 bits", r.Code)
 			}
-			if again, err := h.svc.Finish(ctx, ar.ID); again != nil || err == nil {
+			if again, err := h.svc.Finish(ctx, ar.ID, testBinding); again != nil || err == nil {
 				t.Errorf("second Finish = %+v, %v; want an error", again, err)
 			}
 

@@ -45,20 +45,53 @@ var (
 	ErrNotFound      = errors.New("palm challenge not found")
 	ErrNotPending    = errors.New("palm challenge is no longer pending")
 	ErrExpired       = errors.New("palm challenge has expired")
+	ErrScanLapsed    = errors.New("this scan URL was replaced or has lapsed: scan the code on the page again")
 	ErrMalformed     = errors.New("malformed palm assertion")
 	ErrBadAssertion  = errors.New("palm assertion refused")
 	ErrNoDevAttestor = errors.New("simulated palm scans are off (dev mode only)")
 )
 
-// retention is how long a challenge stays readable after it expires, so that pages
-// and pollers see "expired" rather than "not found".
-const retention = 24 * time.Hour
+// How long challenge records are kept. An unfinished challenge (pending, denied or
+// expired) is kept only while it can still complete and for Grace after, so that
+// pollers see "expired" rather than "not found"; a flood of unfinished requests
+// therefore costs a bounded amount of disk. A verified one, which took a person's
+// palm, is kept a day.
+const (
+	Grace             = 10 * time.Minute
+	VerifiedRetention = 24 * time.Hour
+)
 
-// Request says what the person is asked to approve; it is shown to them by the app.
+// KeepFor is how long, from now, to keep a record of a request that expires at
+// expiresAt: Grace after it, or VerifiedRetention once a palm verified it.
+func KeepFor(now, expiresAt time.Time, verified bool) time.Duration {
+	keep := Grace
+	if verified {
+		keep = VerifiedRetention
+	}
+	if d := expiresAt.Sub(now) + keep; d > time.Second {
+		return d
+	}
+	return time.Second
+}
+
+// Request says what the person is asked to approve; the app shows it before they
+// consent, so that they can tell a request they started from one relayed to them.
 type Request struct {
-	ClientName string   `json:"clientName,omitempty"`
-	Scopes     []string `json:"scopes,omitempty"`
-	DeviceID   string   `json:"deviceId,omitempty"`
+	// ClientName is the application a login is for.
+	ClientName string `json:"clientName,omitempty"`
+	// Scopes are the login's scopes, and ScopeDescriptions the same in words.
+	Scopes            []string `json:"scopes,omitempty"`
+	ScopeDescriptions []string `json:"scopeDescriptions,omitempty"`
+	// RequestedAt is when the login was requested.
+	RequestedAt jsontime.Time `json:"requestedAt,omitzero"`
+	// BrowserIP and BrowserSummary ("Chrome on Windows") describe the browser that
+	// requested the login.
+	BrowserIP      string `json:"browserIp,omitempty"`
+	BrowserSummary string `json:"browserSummary,omitempty"`
+	// DeviceID and KeyFingerprint name the agent a registration is for; the agent
+	// prints the same fingerprint.
+	DeviceID       string `json:"deviceId,omitempty"`
+	KeyFingerprint string `json:"keyFingerprint,omitempty"`
 }
 
 // Challenge is one palm verification request.
@@ -68,19 +101,26 @@ type Challenge struct {
 	Purpose   Purpose       `json:"purpose"`
 	Status    Status        `json:"status"`
 	ExpiresAt jsontime.Time `json:"expiresAt"`
-	Request   Request       `json:"request"`
+	// ScanExpiresAt is when the current scan URL (the nonce) lapses unless renewed.
+	ScanExpiresAt jsontime.Time `json:"scanExpiresAt"`
+	Request       Request       `json:"request"`
 	// Ref names the record the challenge belongs to (an authorization request or a
 	// registration session); it is not shown to the app.
 	Ref string `json:"-"`
 	// HumanID is set once the challenge is verified.
 	HumanID string `json:"-"`
+
+	scanIssuedAt time.Time
+	replaced     []replacedNonce
 }
 
 // record is the stored form of a Challenge (with the fields hidden from JSON output).
 type record struct {
 	Challenge
-	Ref     string `json:"ref"`
-	HumanID string `json:"humanId,omitempty"`
+	Ref          string          `json:"ref"`
+	HumanID      string          `json:"humanId,omitempty"`
+	ScanIssuedAt time.Time       `json:"scanIssuedAt"`
+	Replaced     []replacedNonce `json:"replaced,omitempty"`
 }
 
 // StatusAt is the challenge's status at time now: a pending challenge past its
@@ -117,6 +157,7 @@ type Service struct {
 	verifier *Verifier
 	dev      *DevAttestor
 	outcomes map[Purpose]Outcome
+	pending  *pendingCaps
 }
 
 // Config builds a Service.
@@ -130,6 +171,9 @@ type Config struct {
 	Attestors []Attestor
 	// Dev adds a built-in attestor for simulated scans.
 	Dev bool
+	// MaxPending caps, per purpose, the unfinished challenges this instance keeps
+	// (see pendingCaps); zero or absent means no cap.
+	MaxPending map[Purpose]int
 }
 
 // NewService builds a Service from its configuration.
@@ -161,6 +205,7 @@ func NewService(cfg Config) (*Service, error) {
 		verifier: verifier,
 		dev:      dev,
 		outcomes: map[Purpose]Outcome{},
+		pending:  newPendingCaps(cfg.MaxPending),
 	}, nil
 }
 
@@ -171,22 +216,38 @@ func (s *Service) Handle(p Purpose, o Outcome) { s.outcomes[p] = o }
 // Dev reports whether simulated palm scans are available.
 func (s *Service) Dev() bool { return s.dev != nil }
 
-// New returns a fresh pending challenge; PutChallenge stores it, usually in the same
-// transaction as the record named by ref.
+// New returns a fresh pending challenge that expires after ttl; PutChallenge
+// stores it, usually in the same transaction as the record named by ref. Past the
+// purpose's cap of unfinished challenges it returns a *BusyError.
 func (s *Service) New(purpose Purpose, ref string, req Request, ttl time.Duration) (*Challenge, error) {
+	now := s.now()
+	if err := s.pending.take(purpose, now, ttl+Grace); err != nil {
+		return nil, err
+	}
+	nonce, err := newNonce()
+	if err != nil {
+		return nil, err
+	}
+	expires := jsontime.Time(now.Add(ttl).UTC())
+	return &Challenge{
+		ID:            uuid.NewString(),
+		Nonce:         nonce,
+		Purpose:       purpose,
+		Status:        StatusPending,
+		ExpiresAt:     expires,
+		ScanExpiresAt: scanExpiry(now, expires),
+		Request:       req,
+		Ref:           ref,
+		scanIssuedAt:  now,
+	}, nil
+}
+
+func newNonce() (string, error) {
 	nonce := make([]byte, 18)
 	if _, err := rand.Read(nonce); err != nil {
-		return nil, fmt.Errorf("generating challenge nonce: %w", err)
+		return "", fmt.Errorf("generating challenge nonce: %w", err)
 	}
-	return &Challenge{
-		ID:        uuid.NewString(),
-		Nonce:     base64.RawURLEncoding.EncodeToString(nonce),
-		Purpose:   purpose,
-		Status:    StatusPending,
-		ExpiresAt: jsontime.Time(s.now().Add(ttl).UTC()),
-		Request:   req,
-		Ref:       ref,
-	}, nil
+	return base64.RawURLEncoding.EncodeToString(nonce), nil
 }
 
 // ScanURL is the URL the QR code encodes: the mobile app opens it to learn what is
@@ -195,20 +256,13 @@ func (s *Service) ScanURL(c *Challenge) string {
 	return s.issuer + "/v1/palm/challenges/" + c.ID + "?nonce=" + c.Nonce
 }
 
-// PutChallenge stores c in txn. The record outlives the challenge by a day.
+// PutChallenge stores c in txn, kept as KeepFor says.
 func (s *Service) PutChallenge(txn storage.Txn, c *Challenge) error {
-	return putChallenge(txn, c, time.Time(c.ExpiresAt).Sub(s.now())+retention)
-}
-
-func putChallenge(txn storage.Txn, c *Challenge, ttl time.Duration) error {
-	b, err := json.Marshal(record{Challenge: *c, Ref: c.Ref, HumanID: c.HumanID})
+	b, err := json.Marshal(record{Challenge: *c, Ref: c.Ref, HumanID: c.HumanID, ScanIssuedAt: c.scanIssuedAt, Replaced: c.replaced})
 	if err != nil {
 		return fmt.Errorf("encoding palm challenge: %w", err)
 	}
-	if ttl <= 0 {
-		ttl = time.Second
-	}
-	return txn.Set(challengeKey(c.ID), b, ttl)
+	return txn.Set(challengeKey(c.ID), b, KeepFor(s.now(), time.Time(c.ExpiresAt), c.Status == StatusVerified))
 }
 
 // GetChallenge reads a challenge in txn, or returns ErrNotFound.
@@ -228,11 +282,17 @@ func GetChallenge(txn storage.Txn, id string) (*Challenge, error) {
 		return nil, fmt.Errorf("decoding palm challenge %s: %w", id, err)
 	}
 	c := r.Challenge
-	c.Ref, c.HumanID = r.Ref, r.HumanID
+	c.Ref, c.HumanID, c.scanIssuedAt, c.replaced = r.Ref, r.HumanID, r.ScanIssuedAt, r.Replaced
+	if c.scanIssuedAt.IsZero() { // written before scan URLs were renewed
+		c.scanIssuedAt = time.Time(c.ExpiresAt)
+		c.ScanExpiresAt = c.ExpiresAt
+	}
 	return &c, nil
 }
 
-// Lookup returns the challenge id for the mobile app, which must know its nonce.
+// Lookup returns challenge id for the mobile app that opened its scan URL: the
+// nonce must be the current one, within its lifetime, while the challenge is
+// pending (ErrScanLapsed for a replaced or lapsed one, ErrNotFound for any other).
 func (s *Service) Lookup(ctx context.Context, id, nonce string) (*Challenge, error) {
 	var c *Challenge
 	err := s.store.View(ctx, func(txn storage.Txn) error {
@@ -243,10 +303,14 @@ func (s *Service) Lookup(ctx context.Context, id, nonce string) (*Challenge, err
 	if err != nil {
 		return nil, err
 	}
-	if !nonceEqual(c.Nonce, nonce) {
+	now := s.now()
+	c.Status = c.StatusAt(now)
+	switch st := c.nonceState(nonce, now); {
+	case st == nonceUnknown:
 		return nil, ErrNotFound
+	case st != nonceOpen && c.Status == StatusPending:
+		return nil, ErrScanLapsed
 	}
-	c.Status = c.StatusAt(s.now())
 	return c, nil
 }
 
@@ -301,8 +365,9 @@ func (s *Service) DevScan(ctx context.Context, id, nonce, palmSubject string) (*
 	return s.Complete(ctx, id, assertion)
 }
 
-// finish moves a pending challenge to its end state in one transaction; a nonce that
-// does not match the challenge's gives wrongNonce.
+// finish moves a pending challenge to its end state in one transaction. The
+// nonce must be one a scan URL of the challenge carried recently (see nonceState);
+// an unknown one gives wrongNonce.
 func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error, end func(storage.Txn, *Challenge) error) (*Challenge, error) {
 	var done *Challenge
 	err := s.store.Update(ctx, func(txn storage.Txn) error {
@@ -310,21 +375,26 @@ func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error
 		if err != nil {
 			return err
 		}
-		if !nonceEqual(c.Nonce, nonce) {
+		now := s.now()
+		nonceSt := c.nonceState(nonce, now)
+		if nonceSt == nonceUnknown {
 			return wrongNonce
 		}
-		switch c.StatusAt(s.now()) {
+		switch c.StatusAt(now) {
 		case StatusPending:
 		case StatusExpired:
 			return ErrExpired
 		default:
 			return ErrNotPending
 		}
+		if nonceSt == nonceLapsed {
+			return ErrScanLapsed
+		}
 		if err := end(txn, c); err != nil {
 			return err
 		}
 		done = c
-		return putChallenge(txn, c, time.Time(c.ExpiresAt).Sub(s.now())+retention)
+		return s.PutChallenge(txn, c)
 	})
 	if err != nil {
 		return nil, err

@@ -93,6 +93,15 @@ func defaultDeviceID(key ed25519.PrivateKey) string {
 	return "agent-" + hex.EncodeToString(sum[:])[:16]
 }
 
+// fingerprint is the short form of the key that the registration page shows, for
+// the owner to compare: the first 8 bytes of SHA-256 over the raw 32-byte public
+// key, in hex, in groups of four.
+func fingerprint(key ed25519.PrivateKey) string {
+	sum := sha256.Sum256(key.Public().(ed25519.PublicKey))
+	h := hex.EncodeToString(sum[:8])
+	return h[0:4] + "-" + h[4:8] + "-" + h[8:12] + "-" + h[12:16]
+}
+
 // sign builds a signedRequest for message, stamped with now.
 func sign(key ed25519.PrivateKey, deviceID, message string, now time.Time) signedRequest {
 	return signedRequest{
@@ -254,8 +263,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	// Step 2: the human owner confirms in a browser; we only print the URL.
-	fmt.Fprintf(out, "\nAsk your owner to open this URL and verify with a palm scan:\n\n    %s\n\n(expires at %s)\n\n",
-		session.RegistrationURL, session.ExpiresAt)
+	fmt.Fprintf(out, "\nAsk your owner to open this URL and verify with a palm scan:\n\n    %s\n\n"+
+		"The page must show this key fingerprint: %s\n(expires at %s)\n\n",
+		session.RegistrationURL, fingerprint(a.key), session.ExpiresAt)
 
 	// Step 3: wait until the owner has finished.
 	if err := a.waitForCompletion(ctx, session.SessionID); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -139,5 +140,14 @@ func TestRunConflictAndError(t *testing.T) {
 		if !wantErr && !strings.Contains(out.String(), "Already registered") {
 			t.Errorf("status %d: output lacks the notice:\n%s", status, out.String())
 		}
+	}
+}
+
+// TestFingerprint pins the fingerprint to the vector core/agent's TestFingerprint
+// pins for the server's, so the agent prints what the registration page shows.
+func TestFingerprint(t *testing.T) {
+	seed := sha256.Sum256([]byte("fingerprint"))
+	if got, want := fingerprint(ed25519.NewKeyFromSeed(seed[:])), "75b8-ec04-6a4e-201f"; got != want {
+		t.Errorf("fingerprint = %q, want %q", got, want)
 	}
 }

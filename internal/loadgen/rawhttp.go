@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -37,7 +39,10 @@ func (c *Conn) Close() error { return c.c.Close() }
 // GetRequest is a GET of path, with extra header lines ("Name: value").
 func GetRequest(host, path string, headers ...string) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: palmload\r\n", path, host)
+	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\n", path, host)
+	if !slices.ContainsFunc(headers, func(h string) bool { return strings.HasPrefix(strings.ToLower(h), "user-agent:") }) {
+		b.WriteString("User-Agent: palmload\r\n")
+	}
 	for _, h := range headers {
 		b.WriteString(h + "\r\n")
 	}

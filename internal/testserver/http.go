@@ -3,20 +3,47 @@ package testserver
 import (
 	"bytes"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
-// Client is the HTTP client of the helpers: a 20 s timeout, and redirects are
-// returned to the caller rather than followed.
-var Client = &http.Client{
-	Timeout: 20 * time.Second,
-	CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse
-	},
+// Client is the HTTP client of the helpers: one browser, with a cookie jar (so a
+// login it starts is bound to it), a 20 s timeout, and redirects returned to the
+// caller rather than followed. NewBrowser makes another.
+var Client = NewBrowser()
+
+// NewBrowser returns an HTTP client like Client with a cookie jar of its own: a
+// different browser.
+func NewBrowser() *http.Client {
+	jar, _ := cookiejar.New(nil) // never fails without options
+	return &http.Client{
+		Jar:     jar,
+		Timeout: 20 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// PhoneUserAgent is a phone browser's User-Agent: the pages offer it the palm
+// app's link (the scan URL) instead of a QR code.
+const PhoneUserAgent = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36"
+
+var appLinkRE = regexp.MustCompile(`<a class="applink" id="applink" href="([^"]+)"`)
+
+// AppLink returns the scan URL that a page shown to a phone links to, or "".
+func AppLink(page []byte) string {
+	m := appLinkRE.FindSubmatch(page)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(string(m[1]))
 }
 
 // Response is a fully read HTTP response.
@@ -35,6 +62,12 @@ type Response struct {
 // body without Content-Type, pass "Content-Type", ""). Transport errors fail
 // the test.
 func Do(t testing.TB, method, url string, body any, headers ...string) *Response {
+	t.Helper()
+	return DoWith(t, Client, method, url, body, headers...)
+}
+
+// DoWith is Do with another client (another browser, see NewBrowser).
+func DoWith(t testing.TB, client *http.Client, method, url string, body any, headers ...string) *Response {
 	t.Helper()
 	if len(headers)%2 != 0 {
 		t.Fatalf("Do: headers must be name, value pairs: %q", headers)
@@ -69,7 +102,7 @@ func Do(t testing.TB, method, url string, body any, headers ...string) *Response
 			req.Header.Set(headers[i], headers[i+1])
 		}
 	}
-	resp, err := Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}

@@ -1,0 +1,113 @@
+package caddymodule
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/palmgate/palmgate/core/oidc"
+)
+
+// loginCookieMaxAge is how long a browser keeps its login binding cookie (seconds):
+// longer than any login, renewed by each authorization request.
+const loginCookieMaxAge = 3600
+
+// loginCookieName is the cookie that binds logins to the browser that started them:
+// `__Host-` prefixed on an https issuer, so no other host or path can set it.
+func (a *App) loginCookieName() string {
+	if a.secureCookies() {
+		return "__Host-palmgate_login"
+	}
+	return "palmgate_login"
+}
+
+func (a *App) secureCookies() bool { return strings.HasPrefix(a.Issuer, "https://") }
+
+// loginBinding returns the browser's login binding secret, or "" when it sent none
+// of the right form.
+func (a *App) loginBinding(r *http.Request) string {
+	c, err := r.Cookie(a.loginCookieName())
+	if err != nil || len(c.Value) != 43 {
+		return ""
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(c.Value); err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+// bindBrowser returns the browser's login binding secret, making a new one (and
+// setting its cookie) when it has none, and renews the cookie either way.
+func (a *App) bindBrowser(w http.ResponseWriter, r *http.Request) (string, error) {
+	binding := a.loginBinding(r)
+	if binding == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return "", err
+		}
+		binding = base64.RawURLEncoding.EncodeToString(b)
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: a.loginCookieName(), Value: binding, Path: "/", MaxAge: loginCookieMaxAge,
+		HttpOnly: true, Secure: a.secureCookies(), SameSite: http.SameSiteLaxMode,
+	})
+	return binding, nil
+}
+
+// browserOf describes the browser of r for the person's app.
+func browserOf(r *http.Request, binding string) oidc.Browser {
+	return oidc.Browser{Binding: binding, IP: clientIP(r), Summary: userAgentSummary(r.UserAgent())}
+}
+
+// userAgentSummary says in a few words what browser and system a User-Agent
+// names ("Chrome on Windows"), so a person can tell whether a login request came
+// from their own computer. It knows the common ones only; it is for display.
+func userAgentSummary(ua string) string {
+	if len(ua) > 512 {
+		ua = ua[:512]
+	}
+	browser := "An unknown browser"
+	for _, b := range []struct{ token, name string }{
+		{"Edg/", "Edge"}, {"OPR/", "Opera"}, {"SamsungBrowser/", "Samsung Internet"},
+		{"Firefox/", "Firefox"}, {"FxiOS/", "Firefox"}, {"CriOS/", "Chrome"},
+		{"Chrome/", "Chrome"}, {"Safari/", "Safari"}, {"curl/", "curl"},
+	} {
+		if strings.Contains(ua, b.token) {
+			browser = b.name
+			break
+		}
+	}
+	system := ""
+	for _, s := range []struct{ token, name string }{
+		{"Android", "Android"}, {"iPhone", "iPhone"}, {"iPad", "iPad"},
+		{"Windows", "Windows"}, {"Mac OS X", "macOS"}, {"CrOS", "ChromeOS"}, {"Linux", "Linux"},
+	} {
+		if strings.Contains(ua, s.token) {
+			system = s.name
+			break
+		}
+	}
+	if system == "" {
+		return browser
+	}
+	return browser + " on " + system
+}
+
+// onPhone reports whether r comes from a phone or tablet browser, which is shown
+// the app link (same-device login) instead of a QR code to scan.
+func onPhone(r *http.Request) bool {
+	ua := r.UserAgent()
+	return strings.Contains(ua, "Mobile") || strings.Contains(ua, "Android") || strings.Contains(ua, "iPad")
+}
+
+// addressKey is the client address as the rate limit and the per-address counts
+// see it: an IPv4 address, or an IPv6 address's /64 (one subscriber's network).
+func addressKey(ip string) string {
+	parsed := net.ParseIP(ip)
+	if parsed == nil || parsed.To4() != nil {
+		return ip
+	}
+	return parsed.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
