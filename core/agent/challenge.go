@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"filippo.io/edwards25519"
+
+	"github.com/palmgate/palmgate/core/jsonobject"
 )
 
 // Bounds of the strings of a challenge.
@@ -53,17 +54,22 @@ func ParseChallenge(body []byte) (*Challenge, error) {
 	if !utf8.Valid(body) {
 		return nil, invalid(CodeInvalidBody, "", "body is not valid UTF-8")
 	}
+	// Field names are matched exactly (a case variant is an unknown key, ignored) and
+	// a key given twice is refused: encoding/json alone would read
+	// {"deviceId":"a","DEVICEID":"b"} as deviceId "b", a case-sensitive reader as "a".
 	var w wireChallenge
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&w); err != nil {
+	if err := jsonobject.Decode(body, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
+		var dupErr *jsonobject.DuplicateError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "":
 			return nil, invalid(CodeInvalidField, typeErr.Field, "field %s has the wrong type", typeErr.Field)
+		case errors.As(err, &dupErr):
+			return nil, invalid(CodeInvalidBody, dupErr.Name, "body has the key %q more than once", dupErr.Name)
+		case errors.Is(err, jsonobject.ErrTrailingData):
+			return nil, invalid(CodeInvalidBody, "", "body has data after the JSON object")
 		}
 		return nil, invalid(CodeInvalidBody, "", "body is not a JSON object: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, invalid(CodeInvalidBody, "", "body has data after the JSON object")
 	}
 	for _, f := range []struct {
 		name    string
