@@ -3,6 +3,7 @@ module github.com/palmgate/palmgate
 go 1.26.8
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/chromedp/chromedp v0.23.0
 	github.com/coreos/go-oidc/v3 v3.21.0
@@ -23,7 +24,6 @@ require (
 	cloud.google.com/go/compute/metadata v0.9.1 // indirect
 	dario.cat/mergo v1.0.2 // indirect
 	filippo.io/bigmod v0.1.0 // indirect
-	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/AndreasBriese/bbloom v0.0.0-20190825152654-46b345b51c96 // indirect
 	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/DeRuina/timberjack v1.4.8 // indirect

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/jsonobject"
 	"github.com/palmgate/palmgate/core/palm"
 )
 
@@ -143,13 +144,20 @@ func cleanPath(p string) string {
 	return np
 }
 
-// decodeJSON reads a bounded JSON body into v.
+// decodeJSON reads a bounded JSON body into v, a pointer to a struct. Keys match
+// field names exactly (a case variant is an unknown key, ignored like the others)
+// and a key given twice is refused (jsonobject.Decode).
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
 	body, apiErr := readJSONBody(w, r)
 	if apiErr != nil {
 		return apiErr
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := jsonobject.Decode(body, v); err != nil {
+		var dupErr *jsonobject.DuplicateError
+		if errors.As(err, &dupErr) {
+			return &apiError{Status: http.StatusBadRequest, Message: "body has the key " + strconv.Quote(dupErr.Name) + " more than once",
+				Code: agent.CodeInvalidBody, Details: map[string]any{"field": dupErr.Name}}
+		}
 		return &apiError{Status: http.StatusBadRequest, Message: "body is not the expected JSON object", Code: agent.CodeInvalidBody}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -246,8 +247,84 @@ func hostileBodyCases(f *hostileFixture) []*hostileCase {
 		} {
 			add(b.name, post().json(b.body).v1(400, "invalid_body"))
 		}
+		// A key given twice: encoding/json keeps the last, a reader in front of
+		// palmgate may keep the first. Refused whatever the key.
+		first, _, _ := strings.Cut(ep.sample[2:], `"`)
+		add("key given twice", post().json(`{"`+first+`":"x",`+ep.sample[1:]).v1(400, "invalid_body", first))
+		add("unknown key given twice", post().json(`{"pad":1,"pad":2,`+ep.sample[1:]).v1(400, "invalid_body", "pad"))
 	}
-	return cases
+	return append(cases, hostileKeyCases(f)...)
+}
+
+// withKeys is body as a JSON object with the raw members pairs (`"key":value`)
+// put first: keys encoding/json cannot express in a map, such as a repeated one.
+func withKeys(body map[string]any, pairs ...string) string {
+	b, err := json.Marshal(body)
+	if err != nil {
+		panic(err)
+	}
+	if len(body) == 0 {
+		return "{" + strings.Join(pairs, ",") + "}"
+	}
+	return "{" + strings.Join(pairs, ",") + "," + string(b[1:])
+}
+
+// quoted is v as a JSON string.
+func quoted(v string) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// hostileKeyCases are bodies that would have done something under encoding/json's
+// key matching (case-insensitive, last duplicate wins): a valid registration, a
+// denial, a scan or an assertion of B's pending challenge, carried by a case
+// variant or a repeated key. Keys must match exactly, and a repeated key is refused.
+func hostileKeyCases(f *hostileFixture) []*hostileCase {
+	x := f.agentX
+	now := time.Now()
+	chal := "/v1/palm/challenges/" + f.chalB.ChallengeID
+	// caseVariant is m with every key capitalised: no field is present.
+	caseVariant := func(m map[string]any) map[string]any {
+		out := map[string]any{}
+		for k, v := range m {
+			out[strings.ToUpper(k[:1])+k[1:]] = v
+		}
+		return out
+	}
+	reg := func() map[string]any { return x.registration(now) }
+	validJWS := f.ec.sign(f.t, f.ec.claims(f.e, f.chalB, "eve"))
+	nonce := f.chalB.Nonce
+	return []*hostileCase{
+		hx("init: every key capitalised", "POST", "/v1/agent/register/init").json(caseVariant(reg())).v1(400, "missing_field", "deviceId"),
+		hx("init: DEVICEID for deviceId", "POST", "/v1/agent/register/init").json(func() string {
+			m := reg()
+			id := m["deviceId"]
+			delete(m, "deviceId")
+			return withKeys(m, `"DEVICEID":`+quoted(fmt.Sprint(id)))
+		}()).v1(400, "missing_field", "deviceId"),
+		hx("init: deviceId twice", "POST", "/v1/agent/register/init").json(func() string {
+			m := reg()
+			return withKeys(m, `"deviceId":"hostile-other-device"`)
+		}()).v1(400, "invalid_body", "deviceId"),
+		hx("init: signature twice", "POST", "/v1/agent/register/init").json(func() string {
+			m := reg()
+			return withKeys(m, `"signature":`+quoted(base64.StdEncoding.EncodeToString(make([]byte, 64))))
+		}()).v1(400, "invalid_body", "signature"),
+		hx("verify signature: message twice", "POST", "/v1/agent/verify/signature").json(func() string {
+			m := x.sign("signed message", now.UnixMilli())
+			return withKeys(m, `"message":"another message"`)
+		}()).v1(400, "invalid_body", "message"),
+		hx("verify signature: every key capitalised", "POST", "/v1/agent/verify/signature").
+			json(caseVariant(x.sign("signed message", now.UnixMilli()))).v1(400, "missing_field", "deviceId"),
+		hx("deny: NONCE", "POST", chal+"/deny").json(map[string]any{"NONCE": nonce}).v1(404, "challenge_not_found"),
+		hx("deny: nonce twice", "POST", chal+"/deny").json(withKeys(map[string]any{"nonce": nonce}, `"nonce":"wrong"`)).v1(400, "invalid_body", "nonce"),
+		hx("dev-scan: Nonce", "POST", chal+"/dev-scan").json(map[string]any{"Nonce": nonce, "palmSubject": "eve"}).v1(404, "challenge_not_found"),
+		hx("dev-scan: palmSubject twice", "POST", chal+"/dev-scan").
+			json(withKeys(map[string]any{"nonce": nonce, "palmSubject": "eve"}, `"palmSubject":"mallory"`)).v1(400, "invalid_body", "palmSubject"),
+		hx("assertion: Assertion", "POST", chal+"/assertion").json(map[string]any{"Assertion": validJWS}).v1(400, "invalid_assertion"),
+		hx("assertion: assertion twice", "POST", chal+"/assertion").
+			json(withKeys(map[string]any{"assertion": validJWS}, `"assertion":"x.y.z"`)).v1(400, "invalid_body", "assertion"),
+	}
 }
 
 // hostilePathCases put hostile values and dot segments in path parameters.

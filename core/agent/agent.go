@@ -309,7 +309,8 @@ func (s *Service) putSession(txn storage.Txn, session *Session) error {
 type outcome struct{ s *Service }
 
 // Verified registers the session's agent under humanID, unless its deviceId or key
-// was registered meanwhile, which fails the session.
+// was registered meanwhile, or its key is no longer accepted, which fails the
+// session.
 func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) error {
 	session, err := getSession(txn, c.Ref)
 	if err != nil {
@@ -318,13 +319,16 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 	if session.Status != SessionPending {
 		return nil
 	}
-	key, err := ParsePublicKey(session.PublicKey)
-	if err != nil {
-		return err
-	}
 	now := o.s.now().UTC()
-	err = checkUnregistered(txn, session.DeviceID, key)
+	key, err := ParsePublicKey(session.PublicKey)
+	if err == nil {
+		err = checkUnregistered(txn, session.DeviceID, key)
+	}
 	switch {
+	case errors.Is(err, ErrInvalid):
+		// A key refused since the session began (a weak key, before keys were
+		// checked): it is never registered.
+		session.Status = SessionFailed
 	case errors.Is(err, ErrAlreadyRegistered):
 		session.Status = SessionFailed
 	case err != nil:

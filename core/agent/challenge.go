@@ -7,12 +7,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"filippo.io/edwards25519"
+
+	"github.com/palmgate/palmgate/core/jsonobject"
 )
 
 // Bounds of the strings of a challenge.
@@ -51,17 +54,22 @@ func ParseChallenge(body []byte) (*Challenge, error) {
 	if !utf8.Valid(body) {
 		return nil, invalid(CodeInvalidBody, "", "body is not valid UTF-8")
 	}
+	// Field names are matched exactly (a case variant is an unknown key, ignored) and
+	// a key given twice is refused: encoding/json alone would read
+	// {"deviceId":"a","DEVICEID":"b"} as deviceId "b", a case-sensitive reader as "a".
 	var w wireChallenge
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&w); err != nil {
+	if err := jsonobject.Decode(body, &w); err != nil {
 		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
+		var dupErr *jsonobject.DuplicateError
+		switch {
+		case errors.As(err, &typeErr) && typeErr.Field != "":
 			return nil, invalid(CodeInvalidField, typeErr.Field, "field %s has the wrong type", typeErr.Field)
+		case errors.As(err, &dupErr):
+			return nil, invalid(CodeInvalidBody, dupErr.Name, "body has the key %q more than once", dupErr.Name)
+		case errors.Is(err, jsonobject.ErrTrailingData):
+			return nil, invalid(CodeInvalidBody, "", "body has data after the JSON object")
 		}
 		return nil, invalid(CodeInvalidBody, "", "body is not a JSON object: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, invalid(CodeInvalidBody, "", "body has data after the JSON object")
 	}
 	for _, f := range []struct {
 		name    string
@@ -105,7 +113,8 @@ func ValidateDeviceID(id string) error {
 func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
 
 // ParsePublicKey decodes an Ed25519 public key given as DER SubjectPublicKeyInfo in
-// standard or URL-safe base64, padded or not.
+// standard or URL-safe base64, padded or not, and refuses a key that is not a
+// canonically encoded point of large order (see CheckPublicKey).
 func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	der, err := decodeBase64(s)
 	if err != nil {
@@ -119,7 +128,48 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	if !ok {
 		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey must be an Ed25519 key")
 	}
+	if err := CheckPublicKey(edKey); err != nil {
+		return nil, err
+	}
 	return edKey, nil
+}
+
+// CheckPublicKey refuses Ed25519 keys under which signatures can be forged or
+// judged differently by different verifiers: a key that is not a point of the
+// curve, a non-canonical encoding of a point (y >= p, or x = 0 with the sign bit
+// set), and the eight points of small order in any of their fourteen encodings.
+//
+// The registry verifies with crypto/ed25519, that is by RFC 8032's strict,
+// cofactorless rule ([S]B = R + [k]A, S < L, R compared by its encoding), and
+// checks keys here, when they are parsed, rather than adopting ZIP-215's
+// cofactored rule. Under a small-order key A, [k]A is one of at most eight
+// points, so a signature made without any private key verifies for many messages,
+// and under the identity key the signature R = identity, S = 0 verifies for every
+// message, by either rule: no verification rule saves a registry that accepted
+// such a key. Refusing them, and non-canonical encodings, at parse time means
+// every key the registry holds names one point in one way, and an honest
+// signature verifies, and a forged one fails, the same way in any RFC 8032 or
+// ZIP-215 implementation. Keys with a small-order component but a large order
+// are not refused: only their own holder can make signatures that cofactored
+// and cofactorless verifiers judge differently, and honest key generation never
+// produces them.
+func CheckPublicKey(key ed25519.PublicKey) error {
+	if len(key) != ed25519.PublicKeySize {
+		return invalid(CodeInvalidPublicKey, "publicKey", "publicKey must be %d bytes", ed25519.PublicKeySize)
+	}
+	// edwards25519 decodes non-canonical encodings too (as crypto/ed25519 does):
+	// re-encoding tells them apart.
+	p, err := new(edwards25519.Point).SetBytes(key)
+	if err != nil {
+		return invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not a point of edwards25519")
+	}
+	if !bytes.Equal(p.Bytes(), key) {
+		return invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not canonically encoded")
+	}
+	if new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1 {
+		return invalid(CodeInvalidPublicKey, "publicKey", "publicKey is a point of small order, under which signatures can be forged")
+	}
+	return nil
 }
 
 // EncodePublicKey is the canonical form of a key: standard base64 of its DER SPKI.
@@ -140,8 +190,15 @@ func decodeBase64(s string) ([]byte, error) {
 	return base64.RawStdEncoding.DecodeString(s)
 }
 
-// Verify reports whether the signature is valid for the message and key.
+// Verify reports whether the signature is valid for the message and key, by
+// RFC 8032's cofactorless rule: S must be below L, and R must be the canonical
+// encoding of [S]B - [k]A (crypto/ed25519.Verify). A key CheckPublicKey refuses
+// never verifies anything; ParseChallenge has already refused it with
+// invalid_public_key, so this only guards a Challenge built by other means.
 func (c *Challenge) Verify() bool {
+	if CheckPublicKey(c.PublicKey) != nil {
+		return false
+	}
 	return ed25519.Verify(c.PublicKey, []byte(c.Message), c.Signature)
 }
 

@@ -90,6 +90,8 @@ func FuzzParseChallenge(f *testing.F) {
 	b, _ := json.Marshal(valid)
 	f.Add(b)
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"DEVICEID":"agent-2",` + string(b[1:])))
+	f.Add([]byte(`{"deviceId":"agent-2",` + string(b[1:])))
 
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c, err := ParseChallenge(body)
@@ -119,6 +121,14 @@ func FuzzParseChallenge(f *testing.F) {
 		}
 		if c.Timestamp <= 0 {
 			t.Fatalf("timestamp %d is not positive", c.Timestamp)
+		}
+		// Keys matched exactly: the value under the exact key "deviceId" (the only
+		// one: a repeated key is refused) is the deviceId, whatever case variants
+		// the body also holds.
+		var members map[string]json.RawMessage
+		var exactID string
+		if err := json.Unmarshal(body, &members); err != nil || json.Unmarshal(members["deviceId"], &exactID) != nil || exactID != c.DeviceID {
+			t.Fatalf("deviceId %q is not the value of the exact key deviceId (%s, %v)", c.DeviceID, members["deviceId"], err)
 		}
 		again, err := ParseChallenge(encodeChallenge(t, c))
 		if err != nil {

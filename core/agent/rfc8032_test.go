@@ -161,7 +161,9 @@ func TestVerifyRFC8032(t *testing.T) {
 			for _, bit := range []int{0, 100, 254} {
 				flipped, err := ParsePublicKey(spkiBase64(t, flipBit(pub, bit)))
 				if err != nil {
-					t.Fatalf("ParsePublicKey of flipped key: %v", err)
+					// About half the flips leave the curve: such a key is refused.
+					wantError(t, err, ErrInvalid, CodeInvalidPublicKey, "publicKey")
+					continue
 				}
 				if challenge(flipped, v.message, sig).Verify() {
 					t.Errorf("Verify() = true with public key bit %d flipped", bit)

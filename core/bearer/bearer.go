@@ -2,11 +2,22 @@
 // by one of the issuer's keys with the algorithm pinned, `typ: at+jwt`, the issuer,
 // the times and the grant's revocation. Verified tokens are cached by a hash of the
 // token until they expire, so a repeated token costs no signature check.
+//
+// ES256 signatures are malleable: (r, n-s) verifies whenever (r, s) does, which
+// makes a second string of the same token. A verifier of palmgate's own tokens
+// (keys from the issuer's key set, whose signer always writes the low form) refuses
+// the high form, so each token it accepts is one string. A verifier of a remote
+// issuer (RemoteKeys) cannot know that the issuer normalises s (an older palmgate
+// does not, nor do most JWT libraries), so it accepts both forms, as RFC 7518 does,
+// and caches the claims under the low form, so that the two strings of one token
+// are one cache entry. Either way the signature segment must be canonical base64url
+// (no stray bits), which no encoder fails to produce.
 package bearer
 
 import (
 	"context"
 	"crypto"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +25,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/palmgate/palmgate/core/keys"
 )
 
 // TokenType is the `typ` of access tokens (RFC 9068).
@@ -66,7 +79,10 @@ type Config struct {
 	Issuer string
 	// Algorithm is the only accepted signature algorithm (ES256 for palmgate).
 	Algorithm string
-	Keys      KeySource
+	// Keys finds the verification keys. With a *RemoteKeys, high-s ES256
+	// signatures are accepted (the remote issuer may not normalise s); with any
+	// other source, whose keys are palmgate's own, they are refused.
+	Keys KeySource
 	// Revocations may be nil (a remote resource server cannot see them).
 	Revocations Revocations
 	// CacheSize bounds the verified-token cache; 0 means DefaultCacheSize, below 0 none.
@@ -86,6 +102,7 @@ type Verifier struct {
 	revocations Revocations
 	cache       *cache
 	now         func() time.Time
+	acceptHighS bool // keys of a remote issuer, which may sign high-s
 }
 
 // NewVerifier builds a verifier.
@@ -98,9 +115,11 @@ func NewVerifier(cfg Config) *Verifier {
 	if size == 0 {
 		size = DefaultCacheSize
 	}
+	_, remote := cfg.Keys.(*RemoteKeys)
 	return &Verifier{
 		parser: jwt.NewParser(
 			jwt.WithValidMethods([]string{cfg.Algorithm}),
+			jwt.WithStrictDecoding(),
 			jwt.WithIssuer(cfg.Issuer),
 			jwt.WithExpirationRequired(),
 			jwt.WithIssuedAt(),
@@ -112,6 +131,7 @@ func NewVerifier(cfg Config) *Verifier {
 		revocations: cfg.Revocations,
 		cache:       newCache(size),
 		now:         now,
+		acceptHighS: remote,
 	}
 }
 
@@ -119,13 +139,14 @@ func NewVerifier(cfg Config) *Verifier {
 // or ErrIssuerUnavailable when the key is not cached and the issuer cannot be reached.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	now := v.now()
-	claims, ok := v.cache.get(token, now)
+	key := v.cacheKey(token)
+	claims, ok := v.cache.get(key, now)
 	if !ok {
 		var err error
 		if claims, err = v.verify(ctx, token); err != nil {
 			return nil, err
 		}
-		v.cache.put(token, claims, now)
+		v.cache.put(key, claims, now)
 	}
 	if v.revocations != nil && v.revocations.Revoked(claims.GrantID) {
 		return nil, fmt.Errorf("%w: the token was revoked", ErrInvalidToken)
@@ -137,6 +158,25 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 // first use costs no signature check. Revocation is still checked on every use.
 func (v *Verifier) Remember(token string, claims *Claims) {
 	v.cache.put(token, claims, v.now())
+}
+
+// cacheKey is the string under which the claims of token are cached: the token
+// itself, or, for a verifier that accepts high-s signatures, its low-s form, so
+// that a token and its malleated twin share one entry. Only a token whose signature
+// segment is canonical base64url is rewritten: the parser refuses the others.
+func (v *Verifier) cacheKey(token string) string {
+	if !v.acceptHighS {
+		return token
+	}
+	i := strings.LastIndexByte(token, '.')
+	if i < 0 {
+		return token
+	}
+	sig, err := base64.RawURLEncoding.Strict().DecodeString(token[i+1:])
+	if err != nil || len(sig) != keys.ES256SignatureSize || keys.LowS(sig) {
+		return token
+	}
+	return token[:i+1] + base64.RawURLEncoding.EncodeToString(keys.NormalizeS(sig))
 }
 
 func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
@@ -154,6 +194,9 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 		}
 		if alg != v.algorithm {
 			return nil, fmt.Errorf("key %s is for %s, not %s", kid, alg, v.algorithm)
+		}
+		if alg == keys.ES256 && !v.acceptHighS && !keys.LowS(t.Signature) {
+			return nil, errors.New("the ES256 signature is not in its low-s form")
 		}
 		return key, nil
 	})

@@ -77,8 +77,8 @@ func (fuzzRevocations) Revoked(grantID string) bool { return grantID == fuzzRevo
 
 // FuzzVerify: Verifier.Verify never panics; every refusal wraps ErrInvalidToken;
 // and an accepted token is ES256-signed by a key of the set (checked here with
-// crypto/ecdsa directly), typed at+jwt, from the issuer, unexpired, with a subject and
-// not from a revoked grant.
+// crypto/ecdsa directly) in its low-s form and canonical base64url, typed at+jwt,
+// from the issuer, unexpired, with a subject and not from a revoked grant.
 func FuzzVerify(f *testing.F) {
 	ctx := context.Background()
 	store, err := badgerstore.Open(f.TempDir(), zap.NewNop())
@@ -164,6 +164,12 @@ func FuzzVerify(f *testing.F) {
 		if !ok || err != nil || len(sig) != 64 ||
 			!ecdsa.Verify(pub, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
 			t.Fatalf("accepted a token without a valid ES256 signature by key %s", header.Kid)
+		}
+		if new(big.Int).SetBytes(sig[32:]).Cmp(new(big.Int).Rsh(orderP256, 1)) > 0 {
+			t.Fatalf("accepted a high-s signature: the malleated twin of a token")
+		}
+		if base64.RawURLEncoding.EncodeToString(sig) != parts[2] {
+			t.Fatalf("accepted a signature segment with stray bits: %q", parts[2])
 		}
 		if got.Issuer != fuzzIssuer || got.Subject == "" || got.ExpiresAt == nil {
 			t.Fatalf("accepted iss %q, sub %q, exp %v", got.Issuer, got.Subject, got.ExpiresAt)

@@ -230,7 +230,9 @@ func (s *Set) Key(ctx context.Context, kid string) (crypto.PublicKey, string, er
 	return nil, "", fmt.Errorf("unknown signing key %q", kid)
 }
 
-// Sign signs claims with the active key of alg, with the given `typ` header.
+// Sign signs claims with the active key of alg, with the given `typ` header. An
+// ES256 signature is always in its low-s form (see LowS): crypto/ecdsa returns
+// either form, and palmgate's verifiers refuse the high one.
 func (s *Set) Sign(alg, typ string, claims jwt.Claims) (string, error) {
 	k := s.Active(alg)
 	if k == nil {
@@ -239,7 +241,18 @@ func (s *Set) Sign(alg, typ string, claims jwt.Claims) (string, error) {
 	t := jwt.NewWithClaims(k.Method(), claims)
 	t.Header["kid"] = k.ID
 	t.Header["typ"] = typ
-	return t.SignedString(k.Private)
+	signing, err := t.SigningString()
+	if err != nil {
+		return "", fmt.Errorf("encoding %s token: %w", alg, err)
+	}
+	sig, err := t.Method.Sign(signing, k.Private)
+	if err != nil {
+		return "", fmt.Errorf("signing %s token: %w", alg, err)
+	}
+	if alg == ES256 {
+		sig = NormalizeS(sig)
+	}
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
 func generate(alg string, now time.Time) (*Key, error) {

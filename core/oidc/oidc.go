@@ -111,6 +111,7 @@ func (s *Service) AccessTTL() time.Duration { return s.accessTTL }
 func newTokenParser(issuer string, now func() time.Time) *jwt.Parser {
 	return jwt.NewParser(
 		jwt.WithValidMethods([]string{keys.ES256}),
+		jwt.WithStrictDecoding(), // a signature segment with stray bits is another string of the token
 		jwt.WithIssuer(issuer),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),

@@ -9,10 +9,13 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/keys"
 )
 
 // keyFunc finds the verification key of a token by its `kid`, and checks its `typ`
-// header, so that one kind of token can never stand in for another.
+// header, so that one kind of token can never stand in for another. An ES256
+// signature must be in its low-s form, the only one palmgate signs (keys.LowS):
+// the high form of a token is another string with the same claims.
 func (s *Service) keyFunc(typ string) jwt.Keyfunc {
 	return func(t *jwt.Token) (any, error) {
 		if got, _ := t.Header["typ"].(string); !strings.EqualFold(got, typ) && !strings.EqualFold(got, "application/"+typ) {
@@ -22,6 +25,9 @@ func (s *Service) keyFunc(typ string) jwt.Keyfunc {
 		k := s.keys.ByID(kid)
 		if k == nil || k.Algorithm != t.Method.Alg() {
 			return nil, errors.New("unknown signing key")
+		}
+		if k.Algorithm == keys.ES256 && !keys.LowS(t.Signature) {
+			return nil, errors.New("the ES256 signature is not in its low-s form")
 		}
 		return k.Public(), nil
 	}

@@ -18,6 +18,8 @@ import (
 )
 
 // forge signs claims with method and key under the given headers (nil removes one).
+// An ES256 signature is put in its low-s form, as palmgate signs, so that a forged
+// token is refused for the reason its case names.
 func forge(t *testing.T, method jwt.SigningMethod, key any, headers map[string]any, claims jwt.Claims) string {
 	t.Helper()
 	tok := jwt.NewWithClaims(method, claims)
@@ -31,6 +33,14 @@ func forge(t *testing.T, method jwt.SigningMethod, key any, headers map[string]a
 	s, err := tok.SignedString(key)
 	if err != nil {
 		t.Fatalf("signing forged token: %v", err)
+	}
+	if method == jwt.SigningMethodES256 {
+		i := strings.LastIndexByte(s, '.')
+		sig, err := base64.RawURLEncoding.DecodeString(s[i+1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = s[:i+1] + base64.RawURLEncoding.EncodeToString(keys.NormalizeS(sig))
 	}
 	return s
 }

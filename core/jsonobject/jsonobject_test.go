@@ -1,0 +1,113 @@
+package jsonobject
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+type body struct {
+	DeviceID  *string `json:"deviceId"`
+	Timestamp *int64  `json:"timestamp,omitempty"`
+	Nonce     string  `json:"nonce"`
+	Plain     string
+	Skipped   string `json:"-"`
+}
+
+func TestDecode(t *testing.T) {
+	str := func(s string) *string { return &s }
+	i64 := func(n int64) *int64 { return &n }
+	tests := []struct {
+		name string
+		in   string
+		want body
+	}{
+		{"exact keys", `{"deviceId":"a","timestamp":5,"nonce":"n","Plain":"p"}`, body{DeviceID: str("a"), Timestamp: i64(5), Nonce: "n", Plain: "p"}},
+		{"empty object", ` { } `, body{}},
+		{"case variant is an unknown key", `{"DeviceId":"a","NONCE":"n","plain":"p"}`, body{}},
+		{"case variant beside the exact key", `{"deviceId":"a","DEVICEID":"b"}`, body{DeviceID: str("a")}},
+		{"case variant before the exact key", `{"DEVICEID":"b","deviceId":"a"}`, body{DeviceID: str("a")}},
+		{"unknown keys are ignored", `{"x":1,"y":{"deviceId":"z"},"nonce":"n"}`, body{Nonce: "n"}},
+		{"a duplicate inside an ignored value", `{"y":{"a":1,"a":2},"nonce":"n"}`, body{Nonce: "n"}},
+		{"an escaped key is its unescaped name", `{"device\u0049d":"a"}`, body{DeviceID: str("a")}},
+		{"null leaves a pointer nil", `{"deviceId":null}`, body{}},
+		{"tag - is not a key", `{"Skipped":"s","-":"s","hidden":"h"}`, body{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got body
+			if err := Decode([]byte(tt.in), &got); err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			gb, _ := json.Marshal(got)
+			wb, _ := json.Marshal(tt.want)
+			if string(gb) != string(wb) {
+				t.Errorf("Decode = %s, want %s", gb, wb)
+			}
+		})
+	}
+}
+
+func TestDecodeRefused(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        string
+		duplicate string // the key of a *DuplicateError
+		typeField string // the Field of a *json.UnmarshalTypeError
+		is        error
+	}{
+		{name: "key twice", in: `{"deviceId":"a","deviceId":"b"}`, duplicate: "deviceId"},
+		{name: "key twice, same value", in: `{"nonce":"n","nonce":"n"}`, duplicate: "nonce"},
+		{name: "key twice, first null", in: `{"deviceId":null,"deviceId":"b"}`, duplicate: "deviceId"},
+		{name: "key twice, escaped", in: `{"nonce":"n","non\u0063e":"m"}`, duplicate: "nonce"},
+		{name: "unknown key twice", in: `{"x":1,"x":2}`, duplicate: "x"},
+		{name: "duplicate before a type error", in: `{"timestamp":"a","x":1,"x":2}`, duplicate: "x"},
+		{name: "wrong type", in: `{"timestamp":"5"}`, typeField: "timestamp"},
+		{name: "wrong type, object", in: `{"deviceId":{}}`, typeField: "deviceId"},
+		{name: "trailing data", in: `{"nonce":"n"} x`, is: ErrTrailingData},
+		{name: "two objects", in: `{}{}`, is: ErrTrailingData},
+		{name: "array", in: `[{"nonce":"n"}]`, is: ErrNotObject},
+		{name: "null", in: `null`, is: ErrNotObject},
+		{name: "string", in: `"x"`, is: ErrNotObject},
+		{name: "empty", in: ``},
+		{name: "truncated", in: `{"nonce":"n"`},
+		{name: "missing value", in: `{"nonce":}`},
+		{name: "number key", in: `{1:"n"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got body
+			err := Decode([]byte(tt.in), &got)
+			if err == nil {
+				t.Fatalf("Decode(%s) accepted: %+v", tt.in, got)
+			}
+			var dup *DuplicateError
+			var typeErr *json.UnmarshalTypeError
+			switch {
+			case tt.duplicate != "":
+				if !errors.As(err, &dup) || dup.Name != tt.duplicate {
+					t.Errorf("err = %v, want a DuplicateError of %q", err, tt.duplicate)
+				}
+			case tt.typeField != "":
+				if !errors.As(err, &typeErr) || typeErr.Field != tt.typeField {
+					t.Errorf("err = %v, want an UnmarshalTypeError of field %q", err, tt.typeField)
+				}
+			case tt.is != nil:
+				if !errors.Is(err, tt.is) {
+					t.Errorf("err = %v, want %v", err, tt.is)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeNeedsStructPointer(t *testing.T) {
+	var m map[string]any
+	if err := Decode([]byte(`{}`), &m); err == nil {
+		t.Error("Decode into a map accepted")
+	}
+	var b body
+	if err := Decode([]byte(`{}`), b); err == nil {
+		t.Error("Decode into a struct value accepted")
+	}
+}
