@@ -224,7 +224,7 @@ func TestInitRefusesIdentityKey(t *testing.T) {
 	})
 	c, err := ParseChallenge(body)
 	if err == nil {
-		_, err = h.reg.Init(context.Background(), c)
+		_, err = h.reg.Init(context.Background(), c, "")
 	}
 	wantError(t, err, ErrInvalid, CodeInvalidPublicKey, "publicKey")
 	if n := countRecords(t, h.store); n != 0 {
@@ -245,7 +245,7 @@ func TestWeakKeySessionFails(t *testing.T) {
 			return err
 		}
 		stored.PublicKey = spkiBase64(t, identity)
-		return putSession(txn, stored, testSessionTTL)
+		return h.reg.putSession(txn, stored)
 	})
 	if err != nil {
 		t.Fatal(err)
