@@ -121,8 +121,8 @@ func (s *Service) AuthenticateClient(id, secret string) error {
 }
 
 // ExchangeCode redeems an authorization code for tokens (RFC 6749 4.1.3, RFC 7636).
-// The client must be authenticated already. A code works once: a second use revokes
-// the grant the first one started.
+// The client must be authenticated already. A code works once: a second use by its
+// client revokes the grant the first one started; another client's use revokes nothing.
 func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI, verifier string) (*TokenResponse, error) {
 	if code == "" {
 		return nil, oauthError(ErrInvalidRequest, "code is required")
@@ -152,12 +152,14 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 		if !s.now().Before(rec.ExpiresAt) {
 			return oauthError(ErrInvalidGrant, "unknown or expired code")
 		}
+		// The client binding comes first: a code presented by another client is
+		// refused and revokes nothing, or any client could revoke any grant.
+		if rec.ClientID != clientID {
+			return oauthError(ErrInvalidGrant, "the code was issued to another client")
+		}
 		if rec.GrantID != "" {
 			reused = true
 			return s.revokeGrant(txn, rec.GrantID)
-		}
-		if rec.ClientID != clientID {
-			return oauthError(ErrInvalidGrant, "the code was issued to another client")
 		}
 		if rec.RedirectURI != redirectURI {
 			return oauthError(ErrInvalidGrant, "redirect_uri differs from the authorization request's")
