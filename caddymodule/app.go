@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,6 +140,13 @@ type Client struct {
 	Name string `json:"name,omitempty"`
 	// Sector is the pairwise sector of the client's subjects. Default: the client_id.
 	Sector string `json:"sector,omitempty"`
+	// Scopes are the scopes the client may ask for; a request for any other is
+	// refused with invalid_scope. Default: openid offline_access.
+	Scopes []string `json:"scopes,omitempty"`
+	// Resources are the RFC 8707 resource indicators (absolute URIs without a
+	// fragment) the client may ask access tokens for with the `resource` parameter;
+	// the token's aud is then that resource. Another is refused with invalid_target.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -192,7 +200,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	clients := make([]oidc.Client, len(a.Clients))
 	for i, c := range a.Clients {
-		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector}
+		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
+			Scopes: c.Scopes, Resources: c.Resources}
 	}
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
 		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: clients,
@@ -333,6 +342,19 @@ func validateClients(clients []Client) error {
 			u, err := url.Parse(ru)
 			if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
 				return fmt.Errorf("client %s: redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
+			}
+		}
+		for _, sc := range c.Scopes {
+			if !oidc.ValidScope(sc) {
+				return fmt.Errorf("client %s: scopes: %q is not a scope token", c.ID, sc)
+			}
+		}
+		if len(c.Scopes) > 0 && !slices.Contains(c.Scopes, oidc.ScopeOpenID) {
+			return fmt.Errorf("client %s: scopes must include openid (every login asks for it)", c.ID)
+		}
+		for _, r := range c.Resources {
+			if !oidc.ValidResource(r) {
+				return fmt.Errorf("client %s: resources: %q must be an absolute URI without a fragment", c.ID, r)
 			}
 		}
 	}

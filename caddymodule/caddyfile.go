@@ -44,6 +44,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //			redirect_uri <uri> [<uri>...]
 //			name <display name>
 //			sector <id>
+//			scopes <scope> [<scope>...]
+//			resources <uri> [<uri>...]
 //		}
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -182,6 +184,16 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 		case "sector":
 			if err := singleArg(d, &c.Sector); err != nil {
 				return c, err
+			}
+		case "scopes", "resources":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return c, d.Errf("client %s: %s needs at least one value", c.ID, option)
+			}
+			if option == "scopes" {
+				c.Scopes = append(c.Scopes, args...)
+			} else {
+				c.Resources = append(c.Resources, args...)
 			}
 		default:
 			return c, d.Errf("client %s: unknown option %q", c.ID, option)

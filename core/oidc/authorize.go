@@ -52,6 +52,7 @@ type AuthRequest struct {
 	ClientID      string            `json:"clientId"`
 	RedirectURI   string            `json:"redirectUri"`
 	Scopes        []string          `json:"scopes"`
+	Resource      string            `json:"resource,omitempty"` // RFC 8707: the access tokens' aud
 	State         string            `json:"state,omitempty"`
 	Nonce         string            `json:"nonce,omitempty"`
 	CodeChallenge string            `json:"codeChallenge,omitempty"`
@@ -75,7 +76,7 @@ func (s *Service) ClientName(ar *AuthRequest) string {
 // and redirect_uri are known good are never redirected.
 func (s *Service) Authorize(ctx context.Context, params url.Values) (*AuthRequest, error) {
 	for name, values := range params {
-		if len(values) > 1 {
+		if len(values) > 1 && name != "resource" { // resource: see client.permits
 			return nil, oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
 		}
 	}
@@ -108,6 +109,10 @@ func (s *Service) Authorize(ctx context.Context, params url.Values) (*AuthReques
 	if err != nil {
 		return nil, err
 	}
+	resource, err := cl.permits(scopes, params["resource"])
+	if err != nil {
+		return nil, err
+	}
 	nonce := params.Get("nonce")
 	if len(nonce) > MaxNonceLen {
 		return nil, oauthError(ErrInvalidRequest, "nonce is longer than %d characters", MaxNonceLen)
@@ -127,7 +132,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values) (*AuthReques
 	}
 	now := s.now().UTC()
 	ar := &AuthRequest{
-		ID: uuid.NewString(), ClientID: clientID, RedirectURI: redirectURI, Scopes: scopes,
+		ID: uuid.NewString(), ClientID: clientID, RedirectURI: redirectURI, Scopes: scopes, Resource: resource,
 		State: state, Nonce: nonce, CodeChallenge: challenge, Status: RequestPending,
 		ExpiresAt: now.Add(s.loginTTL),
 	}

@@ -15,6 +15,10 @@ type Client struct {
 	RedirectURIs []string
 	Name         string
 	Sector       string
+	// Scopes the client may ask for; empty means DefaultScopes.
+	Scopes []string
+	// Resources are the RFC 8707 resources (access token audiences) it may ask for.
+	Resources []string
 }
 
 // client is a Client as kept in memory: the secret only as a keyed hash.
@@ -24,6 +28,8 @@ type client struct {
 	redirectURIs []string
 	name         string
 	sector       string
+	scopes       []string
+	resources    []string
 }
 
 // clients holds the registered clients with hashed secrets.
@@ -46,9 +52,14 @@ func newClients(list []Client) *clients {
 		if sector == "" {
 			sector = cl.ID
 		}
+		scopes := cl.Scopes
+		if len(scopes) == 0 {
+			scopes = DefaultScopes
+		}
 		c.byID[cl.ID] = &client{
 			id: cl.ID, secretMAC: c.mac(cl.Secret), name: name, sector: sector,
 			redirectURIs: slices.Clone(cl.RedirectURIs),
+			scopes:       slices.Clone(scopes), resources: slices.Clone(cl.Resources),
 		}
 	}
 	return c

@@ -34,10 +34,14 @@ const (
 	oauthIssuer  = testIssuer + "/oauth2"
 	otherRedir   = "https://other.example.test/cb"
 	sharedSector = "shared-sector"
+	// Resources (RFC 8707) client app may ask tokens for.
+	apiResource      = "https://api.example.test"
+	otherAPIResource = "https://orders.example.test/v2"
 )
 
 var testClients = []Client{
-	{ID: "app", Secret: "app-secret", RedirectURIs: []string{appRedirect, appLoopback}, Name: "Example App"},
+	{ID: "app", Secret: "app-secret", RedirectURIs: []string{appRedirect, appLoopback}, Name: "Example App",
+		Scopes: []string{"openid", "offline_access", "profile"}, Resources: []string{apiResource, otherAPIResource}},
 	{ID: "other", Secret: "other-secret", RedirectURIs: []string{otherRedir}, Sector: sharedSector},
 	{ID: "third", Secret: "third-secret", RedirectURIs: []string{"https://third.example.test/cb"}, Sector: sharedSector},
 }
