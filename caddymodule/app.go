@@ -131,8 +131,17 @@ type RateLimit struct {
 type Client struct {
 	// ID is the client_id.
 	ID string `json:"client_id,omitempty"`
-	// Secret is the client_secret; placeholders such as {env.APP_SECRET} work.
+	// Secret is the client_secret; placeholders such as {env.APP_SECRET} work. It
+	// appears in clear in Caddy's config (admin API, autosave.json): prefer
+	// SecretHash, or a placeholder.
 	Secret string `json:"secret,omitempty"`
+	// SecretHash, instead of Secret, is a hash of the client_secret, so that the
+	// config holds nothing usable: `sha256:<64 hex digits>` (for long random
+	// secrets) or an argon2id PHC string
+	// `$argon2id$v=19$m=<KiB>,t=<iterations>,p=<threads>$<salt>$<hash>` (salt and
+	// hash in unpadded base64; m at most 262144, t and p at most 16), as
+	// `caddy palmgate hash-secret` prints.
+	SecretHash string `json:"secret_hash,omitempty"`
 	// RedirectURIs are the registered redirect URIs, matched exactly. A client without
 	// any cannot log users in, but can introspect and revoke tokens (a resource server).
 	RedirectURIs []string `json:"redirect_uris,omitempty"`
@@ -200,7 +209,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	clients := make([]oidc.Client, len(a.Clients))
 	for i, c := range a.Clients {
-		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
+		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
 			Scopes: c.Scopes, Resources: c.Resources}
 	}
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
@@ -249,6 +258,7 @@ func (a *App) setDefaults() {
 	repl := caddy.NewReplacer()
 	for i := range a.Clients {
 		a.Clients[i].Secret = repl.ReplaceKnown(a.Clients[i].Secret, "")
+		a.Clients[i].SecretHash = repl.ReplaceKnown(a.Clients[i].SecretHash, "")
 		if a.Clients[i].Sector == "" {
 			a.Clients[i].Sector = a.Clients[i].ID
 		}
@@ -335,8 +345,15 @@ func validateClients(clients []Client) error {
 			return fmt.Errorf("client %s: configured twice", c.ID)
 		}
 		seen[c.ID] = true
-		if c.Secret == "" {
-			return fmt.Errorf("client %s: secret is required", c.ID)
+		switch {
+		case c.Secret == "" && c.SecretHash == "":
+			return fmt.Errorf("client %s: secret (or secret_hash) is required", c.ID)
+		case c.Secret != "" && c.SecretHash != "":
+			return fmt.Errorf("client %s: secret and secret_hash are exclusive; give one", c.ID)
+		case c.SecretHash != "":
+			if err := oidc.ParseSecretHash(c.SecretHash); err != nil {
+				return fmt.Errorf("client %s: secret_hash: %w", c.ID, err)
+			}
 		}
 		for _, ru := range c.RedirectURIs {
 			u, err := url.Parse(ru)

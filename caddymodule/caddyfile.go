@@ -40,7 +40,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		registration_session_ttl <duration>
 //		challenge_max_age <duration>
 //		client <client_id> {
-//			secret <secret>
+//			secret <secret> | secret_hash <encoded hash>
 //			redirect_uri <uri> [<uri>...]
 //			name <display name>
 //			sector <id>
@@ -169,6 +169,10 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 		switch option := d.Val(); option {
 		case "secret":
 			if err := singleArg(d, &c.Secret); err != nil {
+				return c, err
+			}
+		case "secret_hash":
+			if err := singleArg(d, &c.SecretHash); err != nil {
 				return c, err
 			}
 		case "redirect_uri":

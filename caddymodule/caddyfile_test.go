@@ -68,6 +68,7 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"client without id", "client {\n}", "client"},
 		{"client unknown option", "client demo {\n\tcolour blue\n}", "colour"},
 		{"redirect_uri without uri", "client demo {\n\tredirect_uri\n}", "redirect_uri"},
+		{"secret_hash without value", "client demo {\n\tsecret_hash\n}", "secret_hash"},
 		{"scopes without scope", "client demo {\n\tscopes\n}", "scopes"},
 		{"resources without uri", "client demo {\n\tresources\n}", "resources"},
 	} {
@@ -116,6 +117,15 @@ func TestValidate(t *testing.T) {
 		{"resource with a fragment", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", Resources: []string{"https://api.example.com/#x"}}}
 		}, "resources"},
+		{"secret and secret_hash", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", SecretHash: "sha256:" + strings.Repeat("0", 64)}}
+		}, "exclusive"},
+		{"secret_hash in clear", func(a *App) {
+			a.Clients = []Client{{ID: "c", SecretHash: "s3cret"}}
+		}, "secret_hash"},
+		{"secret_hash of bcrypt", func(a *App) {
+			a.Clients = []Client{{ID: "c", SecretHash: "$2a$14$ajq8Q7fbtFRQvXpdCq7Jcuy.Rx1h/L4J60Otx.gyNLbAYctGMJ9tK"}}
+		}, "secret_hash"},
 		{"client twice", func(a *App) {
 			c := Client{ID: "c", Secret: "s", RedirectURIs: []string{"https://a/cb"}}
 			a.Clients = []Client{c, c}
