@@ -37,7 +37,8 @@ func exampleCaddyfile(t *testing.T) string {
 
 // TestExampleAccessLogRedacts starts the binary with Caddyfile.example and logs in
 // with its demo client; the access log it writes must hold none of the login's
-// codes, auth_request_ids, nonces or credentials in clear (issue 9, finding 10).
+// codes, auth_request_ids, nonces, registration session ids or credentials in
+// clear (issue 9, finding 10).
 func TestExampleAccessLogRedacts(t *testing.T) {
 	e := start(t, testserver.Options{Caddyfile: exampleCaddyfile(t)})
 	demo := oidcClient{id: "demo", secret: "demo-secret-change-me", redirects: []string{e.URL + "/demo/callback"}}
@@ -65,12 +66,20 @@ func TestExampleAccessLogRedacts(t *testing.T) {
 	access := str(m["access_token"])
 	e.do(t, "GET", "/oauth2/userinfo", nil, "Authorization", "Bearer "+access).ExpectStatus(t, http.StatusOK)
 
+	// An agent registration: its session id, in the owner's page URL, is as good as
+	// an auth_request_id to whoever reads the log while it is pending.
+	a := newAgent(t, "log-agent-"+randHex(4))
+	sess := e.initSession(t, a.registration(time.Now()))
+	e.verifyInfo(t, sess)
+	e.do(t, "GET", e.URL+"/v1/agent/register/"+sess.ID+"/verify", nil).ExpectStatus(t, http.StatusOK)
+	e.do(t, "GET", e.URL+"/v1/agent/register/"+sess.ID+"/status", nil).ExpectStatus(t, http.StatusOK)
+
 	// Every request above is in the access log once it has been written.
 	var log string
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		log = e.Log()
-		if strings.Contains(log, `"uri":"/oauth2/userinfo"`) || time.Now().After(deadline) {
+		if strings.Contains(log, `/status"`) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -81,10 +90,10 @@ func TestExampleAccessLogRedacts(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) < 8 {
-		t.Fatalf("%d access log lines, want one per request (8 or more): is the example's log directive gone?\n%s", len(lines), log)
+	if len(lines) < 12 {
+		t.Fatalf("%d access log lines, want one per request (12 or more): is the example's log directive gone?\n%s", len(lines), log)
 	}
-	for _, want := range []string{"/oauth2/authorize?", "/oauth2/verify?auth_request_id=REDACTED", "nonce=REDACTED", "/demo/callback?code=REDACTED", `"Location":["`} {
+	for _, want := range []string{"/oauth2/authorize?", "/oauth2/verify?auth_request_id=REDACTED", "nonce=REDACTED", "/demo/callback?code=REDACTED", `"Location":["`, "/v1/agent/register/REDACTED/verify", "/v1/agent/register/REDACTED/status", "/v1/agent/register/init"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("access log lacks %q:\n%s", want, strings.Join(lines, "\n"))
 		}
@@ -92,6 +101,7 @@ func TestExampleAccessLogRedacts(t *testing.T) {
 	for what, secret := range map[string]string{
 		"auth_request_id": id, "challenge nonce": p.Nonce, "relying party nonce": rpNonce, "code": code,
 		"Basic credentials": basicAuth(demo.id, demo.secret), "access token": access, "cookie": "secret-cookie-",
+		"registration session id": sess.ID,
 	} {
 		if strings.Contains(log, secret) || strings.Contains(log, url.QueryEscape(secret)) {
 			t.Errorf("the access log holds the %s in clear", what)
