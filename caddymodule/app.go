@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,8 +142,17 @@ type RateLimit struct {
 type Client struct {
 	// ID is the client_id.
 	ID string `json:"client_id,omitempty"`
-	// Secret is the client_secret; placeholders such as {env.APP_SECRET} work.
+	// Secret is the client_secret; placeholders such as {env.APP_SECRET} work. It
+	// appears in clear in Caddy's config (admin API, autosave.json): prefer
+	// SecretHash, or a placeholder.
 	Secret string `json:"secret,omitempty"`
+	// SecretHash, instead of Secret, is a hash of the client_secret, so that the
+	// config holds nothing usable: `sha256:<64 hex digits>` (for long random
+	// secrets) or an argon2id PHC string
+	// `$argon2id$v=19$m=<KiB>,t=<iterations>,p=<threads>$<salt>$<hash>` (salt and
+	// hash in unpadded base64; m at most 262144, t and p at most 16), as
+	// `caddy palmgate hash-secret` prints.
+	SecretHash string `json:"secret_hash,omitempty"`
 	// RedirectURIs are the registered redirect URIs, matched exactly. A client without
 	// any cannot log users in, but can introspect and revoke tokens (a resource server).
 	RedirectURIs []string `json:"redirect_uris,omitempty"`
@@ -150,6 +160,13 @@ type Client struct {
 	Name string `json:"name,omitempty"`
 	// Sector is the pairwise sector of the client's subjects. Default: the client_id.
 	Sector string `json:"sector,omitempty"`
+	// Scopes are the scopes the client may ask for; a request for any other is
+	// refused with invalid_scope. Default: openid offline_access.
+	Scopes []string `json:"scopes,omitempty"`
+	// Resources are the RFC 8707 resource indicators (absolute URIs without a
+	// fragment) the client may ask access tokens for with the `resource` parameter;
+	// the token's aud is then that resource. Another is refused with invalid_target.
+	Resources []string `json:"resources,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -209,7 +226,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	}
 	clients := make([]oidc.Client, len(a.Clients))
 	for i, c := range a.Clients {
-		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector}
+		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
+			Scopes: c.Scopes, Resources: c.Resources}
 	}
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
 		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: clients,
@@ -262,6 +280,7 @@ func (a *App) setDefaults() {
 	repl := caddy.NewReplacer()
 	for i := range a.Clients {
 		a.Clients[i].Secret = repl.ReplaceKnown(a.Clients[i].Secret, "")
+		a.Clients[i].SecretHash = repl.ReplaceKnown(a.Clients[i].SecretHash, "")
 		if a.Clients[i].Sector == "" {
 			a.Clients[i].Sector = a.Clients[i].ID
 		}
@@ -351,13 +370,33 @@ func validateClients(clients []Client) error {
 			return fmt.Errorf("client %s: configured twice", c.ID)
 		}
 		seen[c.ID] = true
-		if c.Secret == "" {
-			return fmt.Errorf("client %s: secret is required", c.ID)
+		switch {
+		case c.Secret == "" && c.SecretHash == "":
+			return fmt.Errorf("client %s: secret (or secret_hash) is required", c.ID)
+		case c.Secret != "" && c.SecretHash != "":
+			return fmt.Errorf("client %s: secret and secret_hash are exclusive; give one", c.ID)
+		case c.SecretHash != "":
+			if err := oidc.ParseSecretHash(c.SecretHash); err != nil {
+				return fmt.Errorf("client %s: secret_hash: %w", c.ID, err)
+			}
 		}
 		for _, ru := range c.RedirectURIs {
 			u, err := url.Parse(ru)
 			if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
 				return fmt.Errorf("client %s: redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
+			}
+		}
+		for _, sc := range c.Scopes {
+			if !oidc.ValidScope(sc) {
+				return fmt.Errorf("client %s: scopes: %q is not a scope token", c.ID, sc)
+			}
+		}
+		if len(c.Scopes) > 0 && !slices.Contains(c.Scopes, oidc.ScopeOpenID) {
+			return fmt.Errorf("client %s: scopes must include openid (every login asks for it)", c.ID)
+		}
+		for _, r := range c.Resources {
+			if !oidc.ValidResource(r) {
+				return fmt.Errorf("client %s: resources: %q must be an absolute URI without a fragment", c.ID, r)
 			}
 		}
 	}

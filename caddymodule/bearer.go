@@ -17,6 +17,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/oidc"
 )
 
 func init() {
@@ -48,6 +49,11 @@ type Bearer struct {
 
 	// Scopes that every admitted token must have been granted (all of them).
 	Scopes []string `json:"scopes,omitempty"`
+
+	// Audience, when set, must be in the token's `aud`: tokens issued for another
+	// resource (RFC 8707 `resource`) are refused with 401 invalid_token. A token
+	// asked without `resource` has the issuer's base URL as its aud.
+	Audience string `json:"audience,omitempty"`
 
 	// StripToken removes the Authorization header before the request goes on.
 	StripToken bool `json:"strip_token,omitempty"`
@@ -132,7 +138,7 @@ func validateRemoteIssuer(issuer string) error {
 
 // ServeHTTP admits requests with a valid token and refuses the others.
 func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	claims, refusal := checkBearer(r, b.verifier, b.Scopes, b.Realm)
+	claims, refusal := b.check(r)
 	if refusal != nil {
 		refusal.write(w, b.logger)
 		return nil
@@ -148,10 +154,33 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	return next.ServeHTTP(w, r)
 }
 
+// check verifies the token, then its audience (a token for another resource is
+// invalid here, whatever its scopes), then the scopes.
+func (b *Bearer) check(r *http.Request) (*bearer.Claims, *refusal) {
+	if b.Audience == "" {
+		return checkBearer(r, b.verifier, b.Scopes, b.Realm)
+	}
+	claims, refused := checkBearer(r, b.verifier, nil, b.Realm)
+	if refused != nil {
+		return nil, refused
+	}
+	if !claims.HasAudience(b.Audience) {
+		const desc = "the access token was issued for another audience"
+		return nil, &refusal{status: http.StatusUnauthorized,
+			challenge: `Bearer realm="` + b.Realm + `", error="invalid_token", error_description="` + desc + `"`,
+			body:      oauthErrorBody{Error: "invalid_token", Description: desc}}
+	}
+	if len(b.Scopes) == 0 {
+		return claims, nil
+	}
+	return checkBearer(r, b.verifier, b.Scopes, b.Realm) // a cache hit: the token was just verified
+}
+
 // UnmarshalCaddyfile sets up the middleware:
 //
 //	palmgate_bearer {
 //		scope <scope> [<scope>...]
+//		audience <uri>
 //		issuer <url>
 //		strip_token
 //		realm <realm>
@@ -175,6 +204,13 @@ func (b *Bearer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "issuer":
 			if err := singleArg(d, &b.Issuer); err != nil {
 				return err
+			}
+		case "audience":
+			if err := singleArg(d, &b.Audience); err != nil {
+				return err
+			}
+			if !oidc.ValidResource(b.Audience) {
+				return d.Errf("palmgate_bearer audience: %q must be an absolute URI without a fragment", b.Audience)
 			}
 		case "strip_token":
 			if d.NextArg() {

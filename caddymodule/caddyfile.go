@@ -42,10 +42,12 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		max_pending_logins <n> | off
 //		max_pending_registrations <n> | off
 //		client <client_id> {
-//			secret <secret>
+//			secret <secret> | secret_hash <encoded hash>
 //			redirect_uri <uri> [<uri>...]
 //			name <display name>
 //			sector <id>
+//			scopes <scope> [<scope>...]
+//			resources <uri> [<uri>...]
 //		}
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -197,6 +199,10 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 			if err := singleArg(d, &c.Secret); err != nil {
 				return c, err
 			}
+		case "secret_hash":
+			if err := singleArg(d, &c.SecretHash); err != nil {
+				return c, err
+			}
 		case "redirect_uri":
 			uris := d.RemainingArgs()
 			if len(uris) == 0 {
@@ -210,6 +216,16 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 		case "sector":
 			if err := singleArg(d, &c.Sector); err != nil {
 				return c, err
+			}
+		case "scopes", "resources":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return c, d.Errf("client %s: %s needs at least one value", c.ID, option)
+			}
+			if option == "scopes" {
+				c.Scopes = append(c.Scopes, args...)
+			} else {
+				c.Resources = append(c.Resources, args...)
 			}
 		default:
 			return c, d.Errf("client %s: unknown option %q", c.ID, option)

@@ -68,6 +68,9 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"client without id", "client {\n}", "client"},
 		{"client unknown option", "client demo {\n\tcolour blue\n}", "colour"},
 		{"redirect_uri without uri", "client demo {\n\tredirect_uri\n}", "redirect_uri"},
+		{"secret_hash without value", "client demo {\n\tsecret_hash\n}", "secret_hash"},
+		{"scopes without scope", "client demo {\n\tscopes\n}", "scopes"},
+		{"resources without uri", "client demo {\n\tresources\n}", "resources"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := adapt(t, "{\n\tpalmgate {\n\t\t"+tc.block+"\n\t}\n}\n:8080 {\n\tpalmgate\n}\n")
@@ -102,6 +105,27 @@ func TestValidate(t *testing.T) {
 		{"sub-second ttl", func(a *App) { a.AuthCodeTTL = 1 }, "auth_code_ttl"},
 		{"client without secret", func(a *App) { a.Clients = []Client{{ID: "c", RedirectURIs: []string{"https://a/cb"}}} }, "secret"},
 		{"relative redirect", func(a *App) { a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"/cb"}}} }, "redirect_uri"},
+		{"scopes without openid", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", Scopes: []string{"orders:read"}}}
+		}, "scopes must include openid"},
+		{"scope with a quote", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", Scopes: []string{"openid", `a"b`}}}
+		}, "scopes"},
+		{"relative resource", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", Resources: []string{"/api"}}}
+		}, "resources"},
+		{"resource with a fragment", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", Resources: []string{"https://api.example.com/#x"}}}
+		}, "resources"},
+		{"secret and secret_hash", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", SecretHash: "sha256:" + strings.Repeat("0", 64)}}
+		}, "exclusive"},
+		{"secret_hash in clear", func(a *App) {
+			a.Clients = []Client{{ID: "c", SecretHash: "s3cret"}}
+		}, "secret_hash"},
+		{"secret_hash of bcrypt", func(a *App) {
+			a.Clients = []Client{{ID: "c", SecretHash: "$2a$14$ajq8Q7fbtFRQvXpdCq7Jcuy.Rx1h/L4J60Otx.gyNLbAYctGMJ9tK"}}
+		}, "secret_hash"},
 		{"client twice", func(a *App) {
 			c := Client{ID: "c", Secret: "s", RedirectURIs: []string{"https://a/cb"}}
 			a.Clients = []Client{c, c}

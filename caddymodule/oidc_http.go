@@ -168,9 +168,9 @@ func (a *App) handleToken(w http.ResponseWriter, r *http.Request) {
 	var resp *oidc.TokenResponse
 	switch params.Get("grant_type") {
 	case "authorization_code":
-		resp, err = a.oidc.ExchangeCode(r.Context(), clientID, params.Get("code"), params.Get("redirect_uri"), params.Get("code_verifier"))
+		resp, err = a.oidc.ExchangeCode(r.Context(), clientID, params.Get("code"), params.Get("redirect_uri"), params.Get("code_verifier"), params["resource"]...)
 	case "refresh_token":
-		resp, err = a.oidc.Refresh(r.Context(), clientID, params.Get("refresh_token"), params.Get("scope"))
+		resp, err = a.oidc.Refresh(r.Context(), clientID, params.Get("refresh_token"), params.Get("scope"), params["resource"]...)
 	case "":
 		err = &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "grant_type is required"}
 	default:
@@ -278,7 +278,9 @@ func (a *App) clientRequest(w http.ResponseWriter, r *http.Request) (string, url
 	params, err := formParams(w, r)
 	if err == nil {
 		for name, values := range params {
-			if len(values) > 1 {
+			// resource (RFC 8707) may repeat; the grant handlers refuse more than one
+			// with invalid_target.
+			if len(values) > 1 && name != "resource" {
 				err = &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "parameter " + name + " is given more than once"}
 				break
 			}

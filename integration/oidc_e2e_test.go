@@ -255,6 +255,28 @@ func TestOIDCRelyingParty(t *testing.T) {
 		_, err := thief.conf.Exchange(thief.ctx, l.code, oauth2.VerifierOption(l.verifier))
 		expectRetrieveError(t, err, http.StatusBadRequest, "invalid_grant")
 	})
+
+	// Issue 9, finding 8: the reuse rule must not let another client revoke a grant.
+	t.Run("a used code presented by another client revokes nothing", func(t *testing.T) {
+		t.Parallel()
+		rp := newRelyingParty(t, e, app, oauth2.AuthStyleInParams, oidc.ScopeOpenID, oidc.ScopeOfflineAccess)
+		l := rp.login(t, e, e.subject("heidi"))
+		tok, err := rp.conf.Exchange(rp.ctx, l.code, oauth2.VerifierOption(l.verifier))
+		if err != nil {
+			t.Fatalf("Exchange: %v", err)
+		}
+		idt, _ := rp.verifyIDToken(t, tok, l.nonce, l.scanned)
+		other := newRelyingParty(t, e, other, oauth2.AuthStyleInHeader, oidc.ScopeOpenID)
+		for _, redirect := range []string{other.conf.RedirectURL, app.redirects[0]} {
+			other.conf.RedirectURL = redirect
+			_, err = other.conf.Exchange(other.ctx, l.code, oauth2.VerifierOption(l.verifier))
+			expectRetrieveError(t, err, http.StatusBadRequest, "invalid_grant")
+		}
+		e.expectUserinfo(t, tok.AccessToken, idt.Subject)
+		if _, err := rp.forceRefresh(tok.RefreshToken); err != nil {
+			t.Errorf("refresh after another client presented the used code: %v", err)
+		}
+	})
 }
 
 // TestOIDCPairwiseSubjects checks that sub is stable for one person and one

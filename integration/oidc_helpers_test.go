@@ -34,14 +34,23 @@ const (
 type oidcClient struct {
 	id, secret, name, sector string
 	redirects                []string
+	// scopes it may ask for (nil: the default, openid offline_access) and
+	// resources (RFC 8707) it may ask tokens for.
+	scopes, resources []string
+	// secretHash, when set, is configured as secret_hash instead of secret.
+	secretHash string
 }
 
-// newOIDCClient makes a client with a random secret and two registered
-// redirect URIs; sector "" keeps the default (the client_id).
+// testScopes are the scopes newOIDCClient's clients may ask for.
+var testScopes = []string{"openid", "offline_access", "orders:read", "orders:write"}
+
+// newOIDCClient makes a client with a random secret, two registered redirect
+// URIs and testScopes; sector "" keeps the default (the client_id).
 func newOIDCClient(id, sector string) oidcClient {
 	return oidcClient{
 		id: id, secret: "secret-" + randHex(16), name: "App " + id, sector: sector,
 		redirects: []string{"https://" + id + ".example/callback", "https://" + id + ".example/other?tenant=7"},
+		scopes:    testScopes,
 	}
 }
 
@@ -49,8 +58,18 @@ func newOIDCClient(id, sector string) oidcClient {
 func (c oidcClient) config() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "client %s {\n", c.id)
-	fmt.Fprintf(&b, "secret %s\n", c.secret)
+	if c.secretHash != "" {
+		fmt.Fprintf(&b, "secret_hash %s\n", c.secretHash)
+	} else {
+		fmt.Fprintf(&b, "secret %s\n", c.secret)
+	}
 	fmt.Fprintf(&b, "redirect_uri %s\n", strings.Join(c.redirects, " "))
+	if len(c.scopes) > 0 {
+		fmt.Fprintf(&b, "scopes %s\n", strings.Join(c.scopes, " "))
+	}
+	if len(c.resources) > 0 {
+		fmt.Fprintf(&b, "resources %s\n", strings.Join(c.resources, " "))
+	}
 	if c.name != "" {
 		fmt.Fprintf(&b, "name %q\n", c.name)
 	}

@@ -55,6 +55,7 @@ type AuthRequest struct {
 	ClientID      string            `json:"clientId"`
 	RedirectURI   string            `json:"redirectUri"`
 	Scopes        []string          `json:"scopes"`
+	Resource      string            `json:"resource,omitempty"` // RFC 8707: the access tokens' aud
 	State         string            `json:"state,omitempty"`
 	Nonce         string            `json:"nonce,omitempty"`
 	CodeChallenge string            `json:"codeChallenge,omitempty"`
@@ -112,7 +113,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 		return nil, errors.New("authorize: the browser binding secret is missing or short")
 	}
 	for name, values := range params {
-		if len(values) > 1 {
+		if len(values) > 1 && name != "resource" { // resource: see client.permits
 			return nil, oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
 		}
 	}
@@ -145,6 +146,10 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	if err != nil {
 		return nil, err
 	}
+	resource, err := cl.permits(scopes, params["resource"])
+	if err != nil {
+		return nil, err
+	}
 	nonce := params.Get("nonce")
 	if len(nonce) > MaxNonceLen {
 		return nil, oauthError(ErrInvalidRequest, "nonce is longer than %d characters", MaxNonceLen)
@@ -164,7 +169,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	}
 	now := s.now().UTC()
 	ar := &AuthRequest{
-		ID: uuid.NewString(), ClientID: clientID, RedirectURI: redirectURI, Scopes: scopes,
+		ID: uuid.NewString(), ClientID: clientID, RedirectURI: redirectURI, Scopes: scopes, Resource: resource,
 		State: state, Nonce: nonce, CodeChallenge: challenge, Status: RequestPending,
 		ExpiresAt: now.Add(s.loginTTL), BrowserHash: bindingHash(browser.Binding),
 	}

@@ -34,7 +34,8 @@ const (
 )
 
 var fuzzClients = []Client{
-	{ID: "app", Secret: "app-secret", RedirectURIs: []string{fuzzRedirect, fuzzLoopback}, Name: "Example App"},
+	{ID: "app", Secret: "app-secret", RedirectURIs: []string{fuzzRedirect, fuzzLoopback}, Name: "Example App",
+		Scopes: []string{"openid", "offline_access", "profile"}, Resources: []string{"https://api.example.test"}},
 	{ID: "other", Secret: "other-secret", RedirectURIs: []string{fuzzOtherURI}},
 }
 
@@ -158,7 +159,7 @@ func FuzzAuthorize(f *testing.F) {
 			if ar != nil {
 				t.Fatalf("Authorize returned a request and an error: %v", err)
 			}
-			oe := wantOAuthError(t, err, ErrInvalidRequest, ErrUnsupportedResponseType, ErrInvalidScope, ErrLoginRequired)
+			oe := wantOAuthError(t, err, ErrInvalidRequest, ErrUnsupportedResponseType, ErrInvalidScope, ErrInvalidTarget, ErrLoginRequired)
 			unchanged(t, before, after, fmt.Sprintf("refused request (%s: %s)", oe.Code, oe.Description))
 			if oe.RedirectURI != "" {
 				if !validTarget || !slices.Contains(strings.Fields(params.Get("prompt")), "none") {
@@ -191,6 +192,14 @@ func FuzzAuthorize(f *testing.F) {
 		for _, sc := range ar.Scopes {
 			if !scopeToken.MatchString(sc) || !slices.Contains(strings.Fields(params.Get("scope")), sc) {
 				t.Fatalf("scope %q was not asked as a valid scope token", sc)
+			}
+		}
+		if ar.Resource != params.Get("resource") || (ar.Resource != "" && !slices.Contains(cl.resources, ar.Resource)) {
+			t.Fatalf("accepted resource %q, asked %q", ar.Resource, params.Get("resource"))
+		}
+		for _, sc := range ar.Scopes {
+			if !slices.Contains(cl.scopes, sc) {
+				t.Fatalf("granted scope %q the client may not ask for", sc)
 			}
 		}
 		if ar.State != params.Get("state") || len(ar.State) > MaxStateLen || ar.Nonce != params.Get("nonce") || len(ar.Nonce) > MaxNonceLen {

@@ -5,38 +5,52 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"slices"
 )
 
 // Client is a registered relying party.
 type Client struct {
-	ID           string
-	Secret       string
+	ID     string
+	Secret string
+	// SecretHash, instead of Secret, is an encoded hash of the secret (see
+	// ParseSecretHash), so that the configuration holds nothing in clear.
+	SecretHash   string
 	RedirectURIs []string
 	Name         string
 	Sector       string
+	// Scopes the client may ask for; empty means DefaultScopes.
+	Scopes []string
+	// Resources are the RFC 8707 resources (access token audiences) it may ask for.
+	Resources []string
 }
 
-// client is a Client as kept in memory: the secret only as a keyed hash.
+// client is a Client as kept in memory: the secret only as a keyed hash, or the
+// configured secret hash.
 type client struct {
 	id           string
-	secretMAC    []byte
+	secretMAC    []byte      // of a clear secret
+	secretHash   *secretHash // or the configured hash
 	redirectURIs []string
 	name         string
 	sector       string
+	scopes       []string
+	resources    []string
 }
 
 // clients holds the registered clients with hashed secrets.
 type clients struct {
-	macKey []byte
-	byID   map[string]*client
-	dummy  []byte
+	macKey   []byte
+	byID     map[string]*client
+	dummy    []byte
+	verifier *verifier
 }
 
-func newClients(list []Client) *clients {
+func newClients(list []Client) (*clients, error) {
 	c := &clients{macKey: make([]byte, 32), byID: make(map[string]*client, len(list))}
 	_, _ = rand.Read(c.macKey) // crypto/rand never fails on supported platforms
 	c.dummy = c.mac("no client has this secret")
+	c.verifier = newVerifier(c.macKey)
 	for _, cl := range list {
 		name := cl.Name
 		if name == "" {
@@ -46,12 +60,30 @@ func newClients(list []Client) *clients {
 		if sector == "" {
 			sector = cl.ID
 		}
-		c.byID[cl.ID] = &client{
-			id: cl.ID, secretMAC: c.mac(cl.Secret), name: name, sector: sector,
-			redirectURIs: slices.Clone(cl.RedirectURIs),
+		scopes := cl.Scopes
+		if len(scopes) == 0 {
+			scopes = DefaultScopes
 		}
+		entry := &client{
+			id: cl.ID, name: name, sector: sector,
+			redirectURIs: slices.Clone(cl.RedirectURIs),
+			scopes:       slices.Clone(scopes), resources: slices.Clone(cl.Resources),
+		}
+		switch {
+		case cl.SecretHash != "" && cl.Secret != "":
+			return nil, fmt.Errorf("client %s: give secret or secret_hash, not both", cl.ID)
+		case cl.SecretHash != "":
+			h, err := parseSecretHash(cl.SecretHash)
+			if err != nil {
+				return nil, fmt.Errorf("client %s: secret_hash: %w", cl.ID, err)
+			}
+			entry.secretHash = h
+		default:
+			entry.secretMAC = c.mac(cl.Secret)
+		}
+		c.byID[cl.ID] = entry
 	}
-	return c
+	return c, nil
 }
 
 func (c *clients) mac(secret string) []byte {
@@ -65,8 +97,16 @@ func (c *clients) get(id string) *client { return c.byID[id] }
 
 // authenticate returns the client when id and secret match, comparing in constant
 // time (also when the client is unknown).
+// A client configured with a secret_hash is checked against it: SHA-256 in constant
+// time, argon2id once per distinct secret (see verifier).
 func (c *clients) authenticate(id, secret string) *client {
 	cl := c.byID[id]
+	if cl != nil && cl.secretHash != nil {
+		if !c.verifier.check(id, cl.secretHash, secret) {
+			return nil
+		}
+		return cl
+	}
 	want := c.dummy
 	if cl != nil {
 		want = cl.secretMAC

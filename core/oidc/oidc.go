@@ -80,11 +80,15 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	cl, err := newClients(cfg.Clients)
+	if err != nil {
+		return nil, err
+	}
 	issuer := cfg.Issuer + "/oauth2"
 	s := &Service{
 		store: cfg.Store, palm: cfg.Palm, keys: cfg.Keys, now: now,
 		base: cfg.Issuer, issuer: issuer,
-		clients:        newClients(cfg.Clients),
+		clients:        cl,
 		pairwiseSecret: secret,
 		accessTTL:      cfg.AccessTTL, refreshTTL: cfg.RefreshTTL, codeTTL: cfg.CodeTTL, loginTTL: cfg.LoginTTL,
 		refreshParser: newTokenParser(issuer, now),

@@ -34,6 +34,9 @@ const (
 	oauthIssuer  = testIssuer + "/oauth2"
 	otherRedir   = "https://other.example.test/cb"
 	sharedSector = "shared-sector"
+	// Resources (RFC 8707) client app may ask tokens for.
+	apiResource      = "https://api.example.test"
+	otherAPIResource = "https://orders.example.test/v2"
 )
 
 // testBinding is the login cookie of the browser the tests log in with.
@@ -43,7 +46,8 @@ var (
 )
 
 var testClients = []Client{
-	{ID: "app", Secret: "app-secret", RedirectURIs: []string{appRedirect, appLoopback}, Name: "Example App"},
+	{ID: "app", Secret: "app-secret", RedirectURIs: []string{appRedirect, appLoopback}, Name: "Example App",
+		Scopes: []string{"openid", "offline_access", "profile"}, Resources: []string{apiResource, otherAPIResource}},
 	{ID: "other", Secret: "other-secret", RedirectURIs: []string{otherRedir}, Sector: sharedSector},
 	{ID: "third", Secret: "third-secret", RedirectURIs: []string{"https://third.example.test/cb"}, Sector: sharedSector},
 }

@@ -29,6 +29,7 @@ type codeRecord struct {
 	ClientID      string    `json:"clientId"`
 	RedirectURI   string    `json:"redirectUri"`
 	Scopes        []string  `json:"scopes"`
+	Resource      string    `json:"resource,omitempty"`
 	Nonce         string    `json:"nonce,omitempty"`
 	CodeChallenge string    `json:"codeChallenge,omitempty"`
 	HumanID       string    `json:"humanId"`
@@ -44,6 +45,7 @@ type grant struct {
 	ClientID   string    `json:"clientId"`
 	HumanID    string    `json:"humanId"`
 	Scopes     []string  `json:"scopes"`
+	Resource   string    `json:"resource,omitempty"` // the aud of its access tokens (RFC 8707)
 	AuthTime   time.Time `json:"authTime"`
 	RefreshJTI string    `json:"refreshJti,omitempty"`
 	Revoked    bool      `json:"revoked,omitempty"`
@@ -101,7 +103,7 @@ func randomToken(n int) (string, error) {
 func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest) error {
 	now := s.now()
 	rec := codeRecord{
-		ClientID: ar.ClientID, RedirectURI: ar.RedirectURI, Scopes: ar.Scopes, Nonce: ar.Nonce,
+		ClientID: ar.ClientID, RedirectURI: ar.RedirectURI, Scopes: ar.Scopes, Resource: ar.Resource, Nonce: ar.Nonce,
 		CodeChallenge: ar.CodeChallenge, HumanID: ar.HumanID, AuthTime: ar.AuthTime,
 		ExpiresAt: now.Add(s.codeTTL),
 	}
@@ -121,9 +123,11 @@ func (s *Service) AuthenticateClient(id, secret string) error {
 }
 
 // ExchangeCode redeems an authorization code for tokens (RFC 6749 4.1.3, RFC 7636).
-// The client must be authenticated already. A code works once: a second use revokes
-// the grant the first one started.
-func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI, verifier string) (*TokenResponse, error) {
+// The client must be authenticated already. A code works once: a second use by its
+// client revokes the grant the first one started; another client's use revokes nothing.
+// resources are the request's `resource` parameters (RFC 8707): none, or the one the
+// authorization request was granted.
+func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI, verifier string, resources ...string) (*TokenResponse, error) {
 	if code == "" {
 		return nil, oauthError(ErrInvalidRequest, "code is required")
 	}
@@ -132,6 +136,10 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	}
 	if verifier != "" && !pkceVerifier.MatchString(verifier) {
 		return nil, oauthError(ErrInvalidRequest, "code_verifier must be 43 to 128 unreserved characters")
+	}
+	cl := s.clients.get(clientID)
+	if cl == nil {
+		return nil, oauthError(ErrInvalidClient, "unknown client")
 	}
 	grantID, refreshJTI := uuid.NewString(), uuid.NewString()
 	var rec codeRecord
@@ -152,17 +160,23 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 		if !s.now().Before(rec.ExpiresAt) {
 			return oauthError(ErrInvalidGrant, "unknown or expired code")
 		}
+		// The client binding comes first: a code presented by another client is
+		// refused and revokes nothing, or any client could revoke any grant.
+		if rec.ClientID != clientID {
+			return oauthError(ErrInvalidGrant, "the code was issued to another client")
+		}
 		if rec.GrantID != "" {
 			reused = true
 			return s.revokeGrant(txn, rec.GrantID)
-		}
-		if rec.ClientID != clientID {
-			return oauthError(ErrInvalidGrant, "the code was issued to another client")
 		}
 		if rec.RedirectURI != redirectURI {
 			return oauthError(ErrInvalidGrant, "redirect_uri differs from the authorization request's")
 		}
 		if err := checkPKCE(rec.CodeChallenge, verifier); err != nil {
+			return err
+		}
+		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, Resource: rec.Resource, AuthTime: rec.AuthTime}
+		if err := cl.checkGranted(g, resources); err != nil {
 			return err
 		}
 		rec.GrantID = grantID
@@ -175,7 +189,6 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 		}
 		// The grant and its first refresh token id are written with the code's use:
 		// one synced commit per exchange.
-		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, AuthTime: rec.AuthTime}
 		if slices.Contains(rec.Scopes, ScopeOfflineAccess) {
 			g.RefreshJTI = refreshJTI
 		}
@@ -191,7 +204,7 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	if g.RefreshJTI != "" {
 		refreshExp = g.ExpiresAt
 	}
-	return s.sign(grantID, clientID, rec.HumanID, rec.Scopes, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
+	return s.sign(grantID, clientID, rec.HumanID, rec.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
 }
 
 func checkPKCE(challenge, verifier string) error {
@@ -269,8 +282,9 @@ func (s *Service) revokeGrant(txn storage.Txn, id string) error {
 
 // Refresh rotates a refresh token (RFC 6749 6): the old one stops working and a new
 // one, a new access token and a new ID token are issued. A rotated token used again
-// revokes its whole family.
-func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope string) (*TokenResponse, error) {
+// revokes its whole family. The new access token keeps the grant's audience; a
+// `resource` (resources) may only name the one granted.
+func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope string, resources ...string) (*TokenResponse, error) {
 	if refreshToken == "" {
 		return nil, oauthError(ErrInvalidRequest, "refresh_token is required")
 	}
@@ -281,6 +295,10 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 	}
 	if claims.ClientID != clientID {
 		return nil, oauthError(ErrInvalidGrant, "the refresh token was issued to another client")
+	}
+	cl := s.clients.get(clientID)
+	if cl == nil {
+		return nil, oauthError(ErrInvalidClient, "unknown client")
 	}
 	// Parse the asked scopes before the transaction: a refused request must leave the
 	// refresh token usable (rotating it first would make the retry look like reuse).
@@ -311,6 +329,9 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 				return oauthError(ErrInvalidScope, "scope %q was not granted", sc)
 			}
 		}
+		if err := cl.checkGranted(g, resources); err != nil {
+			return err
+		}
 		g.RefreshJTI = newJTI
 		return s.putGrant(txn, claims.GrantID, g, 0)
 	})
@@ -324,11 +345,12 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 	if asked != nil {
 		scopes = asked
 	}
-	return s.sign(claims.GrantID, clientID, g.HumanID, scopes, g.AuthTime, "", newJTI, g.ExpiresAt)
+	return s.sign(claims.GrantID, clientID, g.HumanID, scopes, g.Resource, g.AuthTime, "", newJTI, g.ExpiresAt)
 }
 
 // sign makes the access token, the ID token and (with refreshJTI) the refresh token.
-func (s *Service) sign(grantID, clientID, humanID string, scopes []string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, error) {
+// The access token's aud is the grant's resource, or the service's base URL.
+func (s *Service) sign(grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, error) {
 	cl := s.clients.get(clientID)
 	if cl == nil {
 		return nil, oauthError(ErrInvalidClient, "unknown client")
@@ -339,7 +361,7 @@ func (s *Service) sign(grantID, clientID, humanID string, scopes []string, authT
 	exp := now.Add(s.accessTTL)
 	accessClaims := &AccessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.base},
+			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.audience(resource)},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp), ID: uuid.NewString(),
 		},
 		ClientID: clientID, Scope: scope, AuthTime: authTime.Unix(), GrantID: grantID,

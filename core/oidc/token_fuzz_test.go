@@ -106,9 +106,9 @@ func FuzzTokenForm(f *testing.F) {
 		grantType := params.Get("grant_type")
 		switch grantType { // as the edge's handleToken dispatches
 		case "authorization_code":
-			resp, err = p.svc.ExchangeCode(ctx, clientID, params.Get("code"), params.Get("redirect_uri"), params.Get("code_verifier"))
+			resp, err = p.svc.ExchangeCode(ctx, clientID, params.Get("code"), params.Get("redirect_uri"), params.Get("code_verifier"), params["resource"]...)
 		case "refresh_token":
-			resp, err = p.svc.Refresh(ctx, clientID, params.Get("refresh_token"), params.Get("scope"))
+			resp, err = p.svc.Refresh(ctx, clientID, params.Get("refresh_token"), params.Get("scope"), params["resource"]...)
 		default:
 			return // answered by the edge without calling the service
 		}
@@ -116,7 +116,7 @@ func FuzzTokenForm(f *testing.F) {
 			if resp != nil {
 				t.Fatalf("%s returned tokens and an error: %v", grantType, err)
 			}
-			oe := wantOAuthError(t, err, ErrInvalidRequest, ErrInvalidGrant, ErrInvalidScope, ErrUnsupportedGrantType)
+			oe := wantOAuthError(t, err, ErrInvalidRequest, ErrInvalidGrant, ErrInvalidScope, ErrInvalidTarget, ErrUnsupportedGrantType)
 			if oe.Code == ErrInvalidGrant && strings.Contains(oe.Description, "already used") {
 				return // a reused code or refresh token legitimately revokes its grant
 			}

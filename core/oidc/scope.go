@@ -1,0 +1,93 @@
+package oidc
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// ErrInvalidTarget refuses a `resource` the client may not ask for (RFC 8707 2).
+const ErrInvalidTarget = "invalid_target"
+
+// DefaultScopes are what a client may ask for when its configuration lists none.
+var DefaultScopes = []string{ScopeOpenID, ScopeOfflineAccess}
+
+// maxResourceLen bounds a `resource` parameter.
+const maxResourceLen = 2048
+
+// ValidScope reports whether sc is a scope token palmgate accepts (RFC 6749 3.3,
+// at most 64 characters).
+func ValidScope(sc string) bool { return len(sc) <= maxScopeLen && scopeToken.MatchString(sc) }
+
+// ValidResource reports whether uri can be an RFC 8707 resource indicator: an
+// absolute URI without a fragment.
+func ValidResource(uri string) bool {
+	if uri == "" || len(uri) > maxResourceLen || strings.Contains(uri, "#") {
+		return false
+	}
+	u, err := url.Parse(uri)
+	return err == nil && u.IsAbs() && (u.Host != "" || u.Opaque != "")
+}
+
+// permits checks what an authorization request asks of a client: every scope must be
+// one the client may ask for (else invalid_scope), and at most one resource, one of
+// the client's (else invalid_target). It returns the resource, "" when none is asked.
+func (cl *client) permits(scopes, resources []string) (string, error) {
+	for _, sc := range scopes {
+		if !slices.Contains(cl.scopes, sc) {
+			return "", oauthError(ErrInvalidScope, "scope %.64q is not allowed for this client", sc)
+		}
+	}
+	return cl.resource(resources)
+}
+
+// resource checks the `resource` parameters of a request: none, or one absolute URI
+// the client may ask tokens for. palmgate issues one audience per grant, so a second
+// `resource` is refused rather than merged.
+func (cl *client) resource(resources []string) (string, error) {
+	switch {
+	case len(resources) == 0:
+		return "", nil
+	case len(resources) > 1:
+		return "", oauthError(ErrInvalidTarget, "at most one resource per request")
+	case !ValidResource(resources[0]):
+		return "", oauthError(ErrInvalidTarget, "resource must be an absolute URI without a fragment")
+	case !slices.Contains(cl.resources, resources[0]):
+		return "", oauthError(ErrInvalidTarget, "resource %.200q is not allowed for this client", resources[0])
+	}
+	return resources[0], nil
+}
+
+// checkGranted checks a token request against its grant: the client must still be
+// allowed the grant's scopes and resource (a configuration may have narrowed since),
+// and an asked `resource` must be the one granted.
+func (cl *client) checkGranted(g *grant, asked []string) error {
+	for _, sc := range g.Scopes {
+		if !slices.Contains(cl.scopes, sc) {
+			return oauthError(ErrInvalidScope, "scope %.64q is no longer allowed for this client", sc)
+		}
+	}
+	if g.Resource != "" && !slices.Contains(cl.resources, g.Resource) {
+		return oauthError(ErrInvalidTarget, "resource %.200q is no longer allowed for this client", g.Resource)
+	}
+	switch {
+	case len(asked) == 0:
+		return nil
+	case len(asked) > 1:
+		return oauthError(ErrInvalidTarget, "at most one resource per request")
+	case g.Resource == "":
+		return oauthError(ErrInvalidTarget, "no resource was granted; ask for it in the authorization request")
+	case asked[0] != g.Resource:
+		return oauthError(ErrInvalidTarget, "resource %.200q was not granted", asked[0])
+	}
+	return nil
+}
+
+// audience is the `aud` of access tokens of a grant: its resource, or, without one,
+// the service's public base URL.
+func (s *Service) audience(resource string) string {
+	if resource != "" {
+		return resource
+	}
+	return s.base
+}

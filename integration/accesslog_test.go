@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/palmgate/palmgate/internal/testserver"
+)
+
+// exampleCaddyfile is Caddyfile.example as it ships, on free ports and a
+// temporary data directory: the test checks the log and timeout configuration
+// users copy, not one of its own.
+func exampleCaddyfile(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../Caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := string(b)
+	for _, r := range [][2]string{
+		{"admin localhost:2019", "admin 127.0.0.1:{adminport}"},
+		{"http://localhost:8080", "http://127.0.0.1:{port}"},
+		{"storage badger ./data/palmgate", "storage badger {datadir}/palmgate"},
+		{"\n:8080 {", "\n:{port} {"},
+	} {
+		if !strings.Contains(cf, r[0]) {
+			t.Fatalf("Caddyfile.example no longer contains %q: update this test", r[0])
+		}
+		cf = strings.ReplaceAll(cf, r[0], r[1])
+	}
+	return cf
+}
+
+// TestExampleAccessLogRedacts starts the binary with Caddyfile.example and logs in
+// with its demo client; the access log it writes must hold none of the login's
+// codes, auth_request_ids, nonces, registration session ids or credentials in
+// clear (issue 9, finding 10).
+func TestExampleAccessLogRedacts(t *testing.T) {
+	e := start(t, testserver.Options{Caddyfile: exampleCaddyfile(t)})
+	demo := oidcClient{id: "demo", secret: "demo-secret-change-me", redirects: []string{e.URL + "/demo/callback"}}
+
+	rpNonce := "rp-nonce-" + randHex(8)
+	authURL := e.authURL(demo, "nonce", rpNonce, "state", "st-log")
+	id := e.authorize(t, authURL)
+	p := e.loginPageJSON(t, id)
+	e.do(t, "GET", p.ScanURL, nil).ExpectStatus(t, http.StatusOK)
+	e.scan(t, p, e.subject("ann"))
+	resp := e.do(t, "GET", e.verifyURL(id), nil)
+	if resp.Status != http.StatusFound {
+		t.Fatalf("login page after the scan: %d, want 302", resp.Status)
+	}
+	callback := resp.Header.Get("Location")
+	code := callbackQuery(t, callback, demo.redirects[0]).Get("code")
+	if code == "" {
+		t.Fatalf("Location %q has no code", callback)
+	}
+	// The browser lands on the callback with the code in the URI (the demo refuses
+	// it here, without its login cookie; the request is logged all the same).
+	e.do(t, "GET", callback, nil, "Referer", e.verifyURL(id), "Cookie", "palmgate_demo=secret-cookie-"+randHex(4))
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {demo.redirects[0]}}
+	m := e.postToken(t, form, "Authorization", basicAuth(demo.id, demo.secret)).ExpectStatus(t, http.StatusOK).Object(t)
+	access := str(m["access_token"])
+	e.do(t, "GET", "/oauth2/userinfo", nil, "Authorization", "Bearer "+access).ExpectStatus(t, http.StatusOK)
+
+	// An agent registration: its session id, in the owner's page URL, is as good as
+	// an auth_request_id to whoever reads the log while it is pending.
+	a := newAgent(t, "log-agent-"+randHex(4))
+	sess := e.initSession(t, a.registration(time.Now()))
+	e.verifyInfo(t, sess)
+	e.do(t, "GET", e.URL+"/v1/agent/register/"+sess.ID+"/verify", nil).ExpectStatus(t, http.StatusOK)
+	e.do(t, "GET", e.URL+"/v1/agent/register/"+sess.ID+"/status", nil).ExpectStatus(t, http.StatusOK)
+
+	// Every request above is in the access log once it has been written.
+	var log string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		log = e.Log()
+		if strings.Contains(log, `/status"`) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var lines []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, `"logger":"http.log.access`) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 12 {
+		t.Fatalf("%d access log lines, want one per request (12 or more): is the example's log directive gone?\n%s", len(lines), log)
+	}
+	for _, want := range []string{"/oauth2/authorize?", "/oauth2/verify?auth_request_id=REDACTED", "nonce=REDACTED", "/demo/callback?code=REDACTED", `"Location":["`, "/v1/agent/register/REDACTED/verify", "/v1/agent/register/REDACTED/status", "/v1/agent/register/init"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("access log lacks %q:\n%s", want, strings.Join(lines, "\n"))
+		}
+	}
+	for what, secret := range map[string]string{
+		"auth_request_id": id, "challenge nonce": p.Nonce, "relying party nonce": rpNonce, "code": code,
+		"Basic credentials": basicAuth(demo.id, demo.secret), "access token": access, "cookie": "secret-cookie-",
+		"registration session id": sess.ID,
+	} {
+		if strings.Contains(log, secret) || strings.Contains(log, url.QueryEscape(secret)) {
+			t.Errorf("the access log holds the %s in clear", what)
+		}
+	}
+
+	cfg := adminGet(t, e, "/config/apps/http/servers/")
+	for _, want := range []string{`"read_timeout":10000000000`, `"read_header_timeout":10000000000`} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("HTTP servers config lacks %s: %s", want, cfg)
+		}
+	}
+}
