@@ -190,12 +190,15 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// binary finds a PostgreSQL program on PATH or in the newest /usr/lib/postgresql/*/bin.
+// installDirs matches the directories where Debian installs PostgreSQL's programs.
+var installDirs = "/usr/lib/postgresql/*/bin"
+
+// binary finds a PostgreSQL program on PATH or in the newest of installDirs.
 func binary(name string) (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(installDirs)
 	for i := len(dirs) - 1; i >= 0; i-- {
 		p := filepath.Join(dirs[i], name)
 		if _, err := os.Stat(p); err == nil {

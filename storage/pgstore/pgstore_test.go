@@ -612,3 +612,27 @@ func TestCanceledContext(t *testing.T) {
 		t.Error("fn ran despite the canceled context")
 	}
 }
+
+// TestOpenBadDSN checks that a DSN that does not parse is an error that does not
+// repeat the password, and that is not mistaken for an unavailable database.
+func TestOpenBadDSN(t *testing.T) {
+	for _, dsn := range []string{
+		"",
+		"postgres://u:s3cretpw@db.example:99999/palmgate",
+		"postgres://u:s3cretpw@db.example/palmgate?sslmode=bogus",
+		"host=db.example password=s3cretpw port=abc",
+	} {
+		s, err := Open(t.Context(), Config{DSN: dsn})
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", dsn)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cretpw") {
+			t.Errorf("Open(%q) = %q names the password", dsn, err)
+		}
+		if errors.Is(err, storage.ErrUnavailable) {
+			t.Errorf("Open(%q) = %v, wrapping storage.ErrUnavailable", dsn, err)
+		}
+	}
+}
