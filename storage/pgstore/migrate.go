@@ -50,24 +50,29 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // raced reports an error that another instance creating the same objects at the same
 // time can cause: PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a
-// concurrent one (unique violation on its catalogs), and a serializable database
-// (CockroachDB) can abort the transaction that waited for the lock.
+// concurrent one (it fails with a unique violation on the catalogs, or "type already
+// exists"), and a serializable database (CockroachDB) can abort the transaction that
+// waited for the lock. The next attempt finds the other instance's work done.
 func raced(err error) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return false
 	}
 	switch pgErr.Code {
-	case "23505", "42P07", "40001", "40P01":
+	case "23505", "42P07", "42710", "40001", "40P01":
 		return true
 	}
 	return false
 }
 
-func (s *Store) migrateOnce(ctx context.Context) error {
+func (s *Store) migrateOnce(caller context.Context) error {
 	fail := func(what string, err error) error {
-		return fmt.Errorf("pgstore: migrating the schema on %s: %s: %w", s.host, what, s.classify(ctx, err))
+		return fmt.Errorf("pgstore: migrating the schema on %s: %s: %w", s.host, what, s.classify(caller, err))
 	}
+	// Waiting for another instance's migration is bounded by statement_timeout on
+	// the server; this bounds the whole on the client, should the server go silent.
+	ctx, cancel := context.WithTimeout(caller, 2*s.clientTimeout)
+	defer cancel()
 	if _, err := s.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS palmgate_schema (id INT PRIMARY KEY, version INT NOT NULL)`); err != nil {
 		return fail("creating palmgate_schema", err)
 	}

@@ -134,6 +134,8 @@ type Store struct {
 	pool *pgxpool.Pool
 	log  *zap.Logger
 	host string // the database, as named in errors: host:port/dbname
+	// clientTimeout bounds each round trip on the client's side (see bound).
+	clientTimeout time.Duration
 
 	// mu is held shared by every Update and View and exclusively by Close.
 	mu     sync.RWMutex
@@ -180,8 +182,12 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 		host:       describe(cc.Host, cc.Port, cc.Database),
 		sweepBatch: cmp(cfg.SweepBatch, DefaultSweepBatch),
 		sweepHook:  sweepHook,
-		stopSweep:  make(chan struct{}),
-		sweepDone:  make(chan struct{}),
+		// Long enough for a connection to be made and a statement to run into
+		// the server's statement_timeout, which normally ends it first.
+		clientTimeout: cmp(cfg.ConnectTimeout, DefaultConnectTimeout) +
+			cmp(cfg.StatementTimeout, DefaultStatementTimeout) + time.Second,
+		stopSweep: make(chan struct{}),
+		sweepDone: make(chan struct{}),
 	}
 	s.pool, err = pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -250,6 +256,8 @@ func describe(host string, port uint16, db string) string {
 // checkSynchronousCommit warns when the server would answer commits before they are
 // on disk. A failed check (a server without the setting) is only logged.
 func (s *Store) checkSynchronousCommit(ctx context.Context) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var v string
 	if err := s.pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v); err != nil {
 		s.log.Debug("pgstore: could not read synchronous_commit", zap.Error(err))
@@ -325,12 +333,14 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Txn) error, exclusi
 		s.writeMu.RLock()
 		defer s.writeMu.RUnlock()
 	}
-	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	bctx, cancel := s.bound(ctx)
+	ptx, err := s.pool.BeginTx(bctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	cancel()
 	if err != nil {
 		err = s.wrap(ctx, "update: begin", err)
 		return retryOf(err), err
 	}
-	defer ptx.Rollback(context.Background())
+	defer s.rollback(ptx)
 	tx := &txn{s: s, ctx: ctx, tx: ptx}
 	fnErr := fn(tx)
 	tx.done = true
@@ -342,7 +352,9 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Txn) error, exclusi
 	if fnErr != nil {
 		return noRetry, fnErr
 	}
-	if err := ptx.Commit(ctx); err != nil {
+	cctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := ptx.Commit(cctx); err != nil {
 		err = s.wrap(ctx, "update: commit", err)
 		if errors.Is(err, storage.ErrUnavailable) {
 			// The commit may have happened: running fn again could apply it twice.
@@ -380,7 +392,9 @@ func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("pgstore: view: %w", err)
 		}
-		ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		bctx, cancel := s.bound(ctx)
+		ptx, err := s.pool.BeginTx(bctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		cancel()
 		if err != nil {
 			err = s.wrap(ctx, "view: begin", err)
 			if retryOf(err) == noRetry || attempt > maxUnavailableRetries {
@@ -392,7 +406,7 @@ func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
 			}
 			continue
 		}
-		defer ptx.Rollback(context.Background())
+		defer s.rollback(ptx)
 		tx := &txn{s: s, ctx: ctx, tx: ptx, readOnly: true}
 		fnErr := fn(tx)
 		tx.done = true
@@ -407,13 +421,17 @@ func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
 		}
 		// Ending a read-only transaction commits nothing; its failure (a connection
 		// lost after fn read everything) changes nothing either.
-		ptx.Commit(ctx)
+		cctx, cancel := s.bound(ctx)
+		defer cancel()
+		ptx.Commit(cctx)
 		return nil
 	}
 }
 
 // Close stops the sweeper and closes the connections, after waiting for the
-// transactions in flight. Calling it again does nothing and returns nil.
+// transactions in flight; connections that an unresponsive database keeps from
+// closing within about ConnectTimeout+StatementTimeout are left to close in the
+// background. Calling it again does nothing and returns nil.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -423,8 +441,35 @@ func (s *Store) Close() error {
 	s.closed = true
 	close(s.stopSweep)
 	<-s.sweepDone
-	s.pool.Close()
+	// pgx closes a connection that timed out by asking the server, on a new
+	// connection, to cancel its query, for up to 15s; and pool.Close waits for that.
+	// When the database has gone silent, let that finish in the background.
+	closed := make(chan struct{})
+	go func() {
+		s.pool.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(s.clientTimeout):
+		s.log.Warn("pgstore: closing connections to an unresponsive database in the background", zap.String("database", s.host))
+	}
 	return nil
+}
+
+// bound returns ctx limited to clientTimeout, for one round trip to the database.
+// The server's statement_timeout cannot end a statement whose connection went
+// silent (a network partition, a frozen server): this does, closing the connection,
+// and the error wraps storage.ErrUnavailable (ctx itself being still live).
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.clientTimeout)
+}
+
+// rollback ends ptx if it is still open, waiting at most clientTimeout.
+func (s *Store) rollback(ptx pgx.Tx) {
+	ctx, cancel := s.bound(context.Background())
+	defer cancel()
+	ptx.Rollback(ctx)
 }
 
 // backoff returns the pause before attempt+1 after attempt failed.

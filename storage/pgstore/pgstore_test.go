@@ -636,3 +636,134 @@ func TestOpenBadDSN(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabaseGoesSilent puts a proxy that stops forwarding (a network partition, a
+// frozen server: no error, no answer) between the store and the database: Update and
+// View fail with storage.ErrUnavailable within the client-side bound instead of
+// hanging.
+func TestDatabaseGoesSilent(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	pcfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	network, addr := "tcp", net.JoinHostPort(pcfg.Host, strconv.Itoa(int(pcfg.Port)))
+	if strings.HasPrefix(pcfg.Host, "/") {
+		network, addr = "unix", fmt.Sprintf("%s/.s.PGSQL.%d", pcfg.Host, pcfg.Port)
+	}
+	p := newFreezer(t, network, addr)
+	proxied := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=%s sslmode=disable", p.port(), pcfg.User, pcfg.Database)
+	if pcfg.Password != "" {
+		proxied += " password=" + pcfg.Password
+	}
+	cfg := config(t, proxied)
+	cfg.ConnectTimeout = 300 * time.Millisecond
+	cfg.StatementTimeout = 300 * time.Millisecond
+	s := closeT(t, openT(t, cfg))
+	set := func() error {
+		return s.Update(t.Context(), func(tx storage.Txn) error { return tx.Set([]byte("k"), []byte("v"), 0) })
+	}
+	if err := set(); err != nil {
+		t.Fatal(err)
+	}
+	p.freeze()
+	bound := s.clientTimeout + 2*time.Second
+	start := time.Now()
+	err = set()
+	if !errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("Update through a silent connection = %v, want storage.ErrUnavailable", err)
+	}
+	err = s.View(t.Context(), func(tx storage.Txn) error { _, err := tx.Get([]byte("k")); return err })
+	if !errors.Is(err, storage.ErrUnavailable) {
+		t.Errorf("View through a silent connection = %v, want storage.ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 2*bound {
+		t.Errorf("Update and View took %v to fail, want each within about %v", d, bound)
+	}
+	t.Logf("after %v: %v", time.Since(start), err)
+	start = time.Now()
+	if err := s.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if d := time.Since(start); d > bound {
+		t.Errorf("Close took %v with the database silent, want at most about %v", d, bound)
+	}
+}
+
+// freezer is a TCP proxy to a database that can be made to stop forwarding.
+type freezer struct {
+	ln     net.Listener
+	frozen chan struct{} // closed by freeze
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newFreezer(t *testing.T, network, addr string) *freezer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{ln: ln, frozen: make(chan struct{})}
+	t.Cleanup(f.close)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.track(c)
+			select {
+			case <-f.frozen:
+				continue // accepted, never answered
+			default:
+			}
+			up, err := net.Dial(network, addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			f.track(up)
+			go f.pipe(c, up)
+			go f.pipe(up, c)
+		}
+	}()
+	return f
+}
+
+func (f *freezer) port() int { return f.ln.Addr().(*net.TCPAddr).Port }
+
+func (f *freezer) track(c net.Conn) {
+	f.mu.Lock()
+	f.conns = append(f.conns, c)
+	f.mu.Unlock()
+}
+
+// pipe copies from src to dst until frozen, then swallows everything.
+func (f *freezer) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		select {
+		case <-f.frozen:
+			continue
+		default:
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
+	}
+}
+
+func (f *freezer) freeze() { close(f.frozen) }
+
+func (f *freezer) close() {
+	f.ln.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		c.Close()
+	}
+}

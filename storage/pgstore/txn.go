@@ -68,7 +68,9 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	var v []byte
-	err := t.tx.QueryRow(t.ctx, sqlGet, key).Scan(&v)
+	ctx, cancel := t.s.bound(t.ctx)
+	defer cancel()
+	err := t.tx.QueryRow(ctx, sqlGet, key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storage.ErrNotFound
 	}
@@ -100,7 +102,9 @@ func (t *txn) Set(key, value []byte, ttl time.Duration) error {
 	if value == nil {
 		value = []byte{} // nil would be NULL
 	}
-	if _, err := t.tx.Exec(t.ctx, sqlSet, key, value, micros); err != nil {
+	ctx, cancel := t.s.bound(t.ctx)
+	defer cancel()
+	if _, err := t.tx.Exec(ctx, sqlSet, key, value, micros); err != nil {
 		return t.fail("set", err)
 	}
 	return nil
@@ -114,7 +118,9 @@ func (t *txn) Delete(key []byte) error {
 	if t.readOnly {
 		return errReadOnly
 	}
-	if _, err := t.tx.Exec(t.ctx, sqlDelete, key); err != nil {
+	ctx, cancel := t.s.bound(t.ctx)
+	defer cancel()
+	if _, err := t.tx.Exec(ctx, sqlDelete, key); err != nil {
 		return t.fail("delete", err)
 	}
 	return nil
@@ -180,7 +186,9 @@ func (t *txn) page(prefix, end, after []byte, values bool, limit int) ([]row, er
 		q += " AND key < " + arg(end)
 	}
 	q += " ORDER BY key LIMIT " + arg(limit)
-	rows, err := t.tx.Query(t.ctx, q, args...)
+	ctx, cancel := t.s.bound(t.ctx)
+	defer cancel()
+	rows, err := t.tx.Query(ctx, q, args...)
 	if err != nil {
 		return nil, t.fail("iterate", err)
 	}
