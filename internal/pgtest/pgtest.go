@@ -152,7 +152,7 @@ func createDatabase(t testing.TB, admin string) string {
 			t.Logf("pgtest: dropping database %s: %v", name, err)
 		}
 	})
-	dsn, err := withDatabase(admin, name)
+	dsn, err := WithDatabase(admin, name)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -170,8 +170,8 @@ func adminExec(ctx context.Context, dsn, sql string) error {
 	return err
 }
 
-// withDatabase returns dsn (a URL or keyword/value DSN) naming database name instead.
-func withDatabase(dsn, name string) (string, error) {
+// WithDatabase returns dsn (a URL or keyword/value DSN) naming database name instead.
+func WithDatabase(dsn, name string) (string, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		if err != nil {

@@ -79,8 +79,8 @@ func TestWithDatabase(t *testing.T) {
 		{"postgresql://u@h/", "postgresql://u@h/x"},
 		{"host=h user=u dbname=postgres", "host=h user=u dbname=postgres dbname=x"},
 	} {
-		if got, err := withDatabase(c.dsn, "x"); err != nil || got != c.want {
-			t.Errorf("withDatabase(%q) = %q, %v; want %q", c.dsn, got, err, c.want)
+		if got, err := WithDatabase(c.dsn, "x"); err != nil || got != c.want {
+			t.Errorf("WithDatabase(%q) = %q, %v; want %q", c.dsn, got, err, c.want)
 		}
 	}
 }

@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -96,7 +97,7 @@ type Config struct {
 	// keyword/value form (host=... dbname=...). Required.
 	DSN string
 	// MaxConns is the most connections the store keeps open to the database. Zero
-	// means DefaultMaxConns.
+	// means DefaultMaxConns (not the DSN's pool_max_conns, which this overrides).
 	MaxConns int32
 	// StatementTimeout makes the server cancel any one statement that runs longer
 	// (statement_timeout). The resulting error wraps storage.ErrUnavailable. Zero
@@ -141,6 +142,9 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 
+	// maxAttempts is the constant maxAttempts, but for tests.
+	maxAttempts int
+
 	// writeMu is held shared by optimistic Update attempts and exclusively by those
 	// that already failed optimisticAttempts times.
 	writeMu sync.RWMutex
@@ -178,14 +182,15 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 	}
 	cc := pcfg.ConnConfig
 	s := &Store{
-		log:        log,
-		host:       describe(cc.Host, cc.Port, cc.Database),
-		sweepBatch: cmp(cfg.SweepBatch, DefaultSweepBatch),
-		sweepHook:  sweepHook,
+		log:         log,
+		host:        describe(cc.Host, cc.Port, cc.Database),
+		maxAttempts: maxAttempts,
+		sweepBatch:  orDefault(cfg.SweepBatch, DefaultSweepBatch),
+		sweepHook:   sweepHook,
 		// Long enough for a connection to be made and a statement to run into
 		// the server's statement_timeout, which normally ends it first.
-		clientTimeout: cmp(cfg.ConnectTimeout, DefaultConnectTimeout) +
-			cmp(cfg.StatementTimeout, DefaultStatementTimeout) + time.Second,
+		clientTimeout: orDefault(cfg.ConnectTimeout, DefaultConnectTimeout) +
+			orDefault(cfg.StatementTimeout, DefaultStatementTimeout) + time.Second,
 		stopSweep: make(chan struct{}),
 		sweepDone: make(chan struct{}),
 	}
@@ -193,7 +198,7 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: opening %s: %w", s.host, err)
 	}
-	connectTimeout := cmp(cfg.ConnectTimeout, DefaultConnectTimeout)
+	connectTimeout := orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
 	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	err = s.pool.Ping(pingCtx)
 	cancel()
@@ -207,7 +212,7 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 		return nil, err
 	}
 	s.checkSynchronousCommit(ctx)
-	interval := cmp(cfg.SweepInterval, DefaultSweepInterval)
+	interval := orDefault(cfg.SweepInterval, DefaultSweepInterval)
 	if interval > 0 {
 		go s.runSweeper(interval)
 	} else {
@@ -218,29 +223,40 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 
 // poolConfig parses cfg.DSN and applies cfg's limits and timeouts.
 func poolConfig(cfg Config) (*pgxpool.Config, error) {
-	if cfg.DSN == "" {
+	switch {
+	case cfg.DSN == "":
 		return nil, errors.New("pgstore: no DSN configured")
+	case cfg.MaxConns < 0:
+		return nil, fmt.Errorf("pgstore: MaxConns %d is negative", cfg.MaxConns)
+	case cfg.StatementTimeout < 0:
+		return nil, fmt.Errorf("pgstore: StatementTimeout %v is negative", cfg.StatementTimeout)
+	case cfg.ConnectTimeout < 0:
+		return nil, fmt.Errorf("pgstore: ConnectTimeout %v is negative", cfg.ConnectTimeout)
+	case cfg.SweepBatch < 0:
+		return nil, fmt.Errorf("pgstore: SweepBatch %d is negative", cfg.SweepBatch)
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
 		// pgconn's parse errors do not repeat the password.
 		return nil, fmt.Errorf("pgstore: parsing the DSN: %w", err)
 	}
-	pcfg.MaxConns = cmp(cfg.MaxConns, DefaultMaxConns)
+	pcfg.MaxConns = orDefault(cfg.MaxConns, DefaultMaxConns)
 	if pcfg.MinConns > pcfg.MaxConns {
 		pcfg.MinConns = pcfg.MaxConns
 	}
-	pcfg.ConnConfig.ConnectTimeout = cmp(cfg.ConnectTimeout, DefaultConnectTimeout)
+	pcfg.ConnConfig.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
 	rp := pcfg.ConnConfig.RuntimeParams
-	rp["statement_timeout"] = strconv.FormatInt(cmp(cfg.StatementTimeout, DefaultStatementTimeout).Milliseconds(), 10)
+	// In whole milliseconds, rounded up: 0 would mean no timeout at all.
+	ms := (orDefault(cfg.StatementTimeout, DefaultStatementTimeout) + time.Millisecond - 1).Milliseconds()
+	rp["statement_timeout"] = strconv.FormatInt(ms, 10)
 	if rp["application_name"] == "" {
 		rp["application_name"] = "palmgate"
 	}
 	return pcfg, nil
 }
 
-// cmp returns v, or def when v is zero.
-func cmp[T comparable](v, def T) T {
+// orDefault returns v, or def when v is zero.
+func orDefault[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
 		return def
@@ -250,7 +266,7 @@ func cmp[T comparable](v, def T) T {
 
 // describe names a database for messages: host:port/dbname, or socket dir and port.
 func describe(host string, port uint16, db string) string {
-	return fmt.Sprintf("%s:%d/%s", host, port, db)
+	return net.JoinHostPort(host, strconv.Itoa(int(port))) + "/" + db
 }
 
 // checkSynchronousCommit warns when the server would answer commits before they are
@@ -302,10 +318,10 @@ func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
 				return err
 			}
 		case retryConflict:
-			if attempt >= maxAttempts {
+			if attempt >= s.maxAttempts {
 				s.conflicts.Add(1)
 				return fmt.Errorf("pgstore: update still conflicting after %d attempts: %w: %w",
-					maxAttempts, storage.ErrConflict, err)
+					s.maxAttempts, storage.ErrConflict, err)
 			}
 		}
 		s.retries.Add(1)

@@ -767,3 +767,102 @@ func (f *freezer) close() {
 		c.Close()
 	}
 }
+
+// TestConfigErrors checks that each invalid option is refused, named, before any
+// connection is attempted.
+func TestConfigErrors(t *testing.T) {
+	const dsn = "postgres://u@127.0.0.1:1/db"
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no DSN", Config{}, "no DSN"},
+		{"MaxConns", Config{DSN: dsn, MaxConns: -1}, "MaxConns"},
+		{"StatementTimeout", Config{DSN: dsn, StatementTimeout: -time.Second}, "StatementTimeout"},
+		{"ConnectTimeout", Config{DSN: dsn, ConnectTimeout: -time.Second}, "ConnectTimeout"},
+		{"SweepBatch", Config{DSN: dsn, SweepBatch: -1}, "SweepBatch"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := Open(t.Context(), c.cfg)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), c.want) || errors.Is(err, storage.ErrUnavailable) {
+				t.Errorf("Open = %v, want an error naming %s (and not ErrUnavailable)", err, c.want)
+			}
+		})
+	}
+	pcfg, err := poolConfig(Config{DSN: dsn, StatementTimeout: 100 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pcfg.ConnConfig.RuntimeParams["statement_timeout"]; got != "1" {
+		t.Errorf("statement_timeout for a 100µs StatementTimeout = %q, want 1 (ms), not 0 (no timeout)", got)
+	}
+}
+
+// TestGiveUp checks that an Update still conflicting after the last attempt returns
+// an error wrapping storage.ErrConflict, and commits nothing.
+func TestGiveUp(t *testing.T) {
+	cfg := config(t, pgtest.DSN(t))
+	cfg.MaxConns = 8
+	s := closeT(t, openT(t, cfg))
+	s.maxAttempts = 2
+	var wg sync.WaitGroup
+	var ok, conflicted atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			for range 10 {
+				err := s.Update(t.Context(), func(tx storage.Txn) error {
+					v, err := tx.Get([]byte("n"))
+					if err != nil && !errors.Is(err, storage.ErrNotFound) {
+						return err
+					}
+					time.Sleep(2 * time.Millisecond)
+					return tx.Set([]byte("n"), append(v, 'x'), 0)
+				})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, storage.ErrConflict):
+					conflicted.Add(1)
+				default:
+					t.Errorf("Update: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if conflicted.Load() == 0 {
+		t.Fatal("no Update gave up after 2 attempts: the test did not make them conflict")
+	}
+	if got := s.Stats().Conflicts; got != uint64(conflicted.Load()) {
+		t.Errorf("Stats.Conflicts = %d, want %d", got, conflicted.Load())
+	}
+	var n []byte
+	if err := s.View(t.Context(), func(tx storage.Txn) error { var err error; n, err = tx.Get([]byte("n")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(n)) != ok.Load() {
+		t.Errorf("%d Updates succeeded but the value records %d: one that gave up committed", ok.Load(), len(n))
+	}
+}
+
+// TestOpenMissingDatabase checks that a database that does not exist is a
+// configuration error naming the host, not storage.ErrUnavailable.
+func TestOpenMissingDatabase(t *testing.T) {
+	dsn, err := pgtest.WithDatabase(pgtest.DSN(t), "palmgate_no_such_db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(t.Context(), config(t, dsn))
+	if err == nil {
+		s.Close()
+		t.Fatal("Open succeeded")
+	}
+	if errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "palmgate_no_such_db") {
+		t.Errorf("Open = %v, want an error naming the database, not wrapping storage.ErrUnavailable", err)
+	}
+}
