@@ -24,8 +24,14 @@
 // synchronous_commit on (PostgreSQL's default; pgstore never changes it, and Open
 // warns when the server has it off) means its WAL is on disk.
 //
-// Errors. Failures to reach the database, lost connections and timeouts
-// (ConnectTimeout, StatementTimeout) are returned wrapping storage.ErrUnavailable.
+// Errors. Failures to reach the database, lost connections and timeouts are returned
+// wrapping storage.ErrUnavailable: ConnectTimeout bounds making a connection, the
+// server's statement_timeout (StatementTimeout) a statement, and a client-side bound
+// of ConnectTimeout+StatementTimeout+1s each round trip, for a connection that went
+// silent without an error (a network partition). A connection lost before an Update
+// asked to commit is retried on another one; lost during the commit, the outcome is
+// unknown and reported as such. Misconfiguration (a bad DSN, a wrong password, a
+// missing database) is not unavailability.
 //
 // CockroachDB. The SQL is kept to what CockroachDB also runs (no advisory locks, no
 // LISTEN/NOTIFY, INSERT ... ON CONFLICT, SELECT ... FOR UPDATE, partial indexes), but

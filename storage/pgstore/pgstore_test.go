@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/palmgate/palmgate/internal/pgtest"
 	"github.com/palmgate/palmgate/storage"
@@ -864,5 +865,34 @@ func TestOpenMissingDatabase(t *testing.T) {
 	}
 	if errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "palmgate_no_such_db") {
 		t.Errorf("Open = %v, want an error naming the database, not wrapping storage.ErrUnavailable", err)
+	}
+}
+
+// TestWarnsWithoutSynchronousCommit checks that Open warns when the database answers
+// commits before they are on disk.
+func TestWarnsWithoutSynchronousCommit(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	var name string
+	conn := sqlConn(t, dsn)
+	if err := conn.QueryRow(t.Context(), "SELECT current_database()").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		setting  string
+		wantWarn bool
+	}{{"on", false}, {"off", true}} {
+		if _, err := conn.Exec(t.Context(), "ALTER DATABASE "+name+" SET synchronous_commit = "+c.setting); err != nil {
+			t.Fatal(err)
+		}
+		core, logs := observer.New(zap.WarnLevel)
+		s, err := Open(t.Context(), Config{DSN: dsn, Logger: zap.New(core)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		warned := logs.FilterMessageSnippet("synchronous_commit off").Len() > 0
+		if warned != c.wantWarn {
+			t.Errorf("synchronous_commit=%s: warned %v, want %v (logs: %v)", c.setting, warned, c.wantWarn, logs.All())
+		}
 	}
 }
