@@ -255,7 +255,8 @@ func startCluster() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "palmgate-pg-")
+	removeAbandoned()
+	dir, err := os.MkdirTemp("", tempPattern)
 	if err != nil {
 		return nil, err
 	}
@@ -287,6 +288,31 @@ func startCluster() (*Cluster, error) {
 }
 
 func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
+
+// tempPattern names the clusters' temporary directories.
+const tempPattern = "palmgate-pg-"
+
+// removeAbandoned removes the directories of clusters whose test binary was killed
+// (its server then stopped too, see Start): those untouched for an hour whose
+// server is not running.
+func removeAbandoned() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPattern+"*"))
+	for _, dir := range dirs {
+		info, err := os.Stat(dir)
+		if err != nil || time.Since(info.ModTime()) < time.Hour {
+			continue
+		}
+		if pid, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
+			first, _, _ := strings.Cut(string(pid), "\n")
+			if n, err := strconv.Atoi(first); err == nil {
+				if err := syscall.Kill(n, 0); err == nil || errors.Is(err, syscall.EPERM) {
+					continue // still running
+				}
+			}
+		}
+		os.RemoveAll(dir)
+	}
+}
 
 // command builds a command that runs as the cluster's user, in its directory.
 func (c *Cluster) command(name string, args ...string) *exec.Cmd {
@@ -341,7 +367,8 @@ func (c *Cluster) Start() error {
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Should the test binary die without stopping the server, the server shuts down
-	// at once (SIGQUIT) instead of outliving it. Go sets this after switching users.
+	// at once (SIGQUIT) instead of outliving it (checked by hand with kill -9). Go
+	// sets this after switching users, which would otherwise clear it.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting postgres: %w", err)
