@@ -8,11 +8,14 @@
 // that Main stops and removes after the tests. NewCluster starts a further private
 // cluster that one test owns and may stop and restart.
 //
-// When neither is possible (PostgreSQL's initdb and postgres are not installed, or the
-// test runs as root and there is no "postgres" user to run the server as), the tests
-// that ask for a database skip with one message saying why, or fail with it when
-// PALMGATE_REQUIRE_POSTGRES=1 (as CI sets it), so that a green run cannot hide tests
-// that never ran.
+// PostgreSQL refuses to run as root: a test binary running as root runs initdb and the
+// server as the "postgres" user, owner of the temporary directory; any other user runs
+// them as itself. When neither server is possible (initdb and postgres are on neither
+// PATH nor /usr/lib/postgresql/*/bin, or the test runs as root and there is no
+// "postgres" user), the tests that ask for a database skip with one message saying
+// why, or fail with it when PALMGATE_REQUIRE_POSTGRES=1 (meant for CI), so that a
+// green run cannot hide tests that never ran. A server that is there but fails to
+// start always fails the test.
 //
 // The private clusters run with fsync=off and full_page_writes=off, for speed: they
 // only lose data when the machine itself crashes, which no test does. Tests that

@@ -125,8 +125,9 @@ type Config struct {
 
 // Stats counts events of a store since Open.
 type Stats struct {
-	// Retries is how many times an Update ran fn again after a serialization failure,
-	// a deadlock or a connection lost before commit.
+	// Retries is how many times an Update began again (running fn again) after a
+	// serialization failure, a deadlock or a connection lost before commit, plus how
+	// many times a View began again after a connection lost before fn ran.
 	Retries uint64
 	// Conflicts is how many Updates gave up with storage.ErrConflict.
 	Conflicts uint64
