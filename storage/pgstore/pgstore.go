@@ -12,7 +12,8 @@
 // SERIALIZABLE READ ONLY DEFERRABLE would also rule out the rare read-only anomaly of
 // snapshot isolation (a snapshot that no serial order of the writers produces), but
 // it can wait for a safe snapshot for as long as writers keep overlapping it, which a
-// login page should not, and CockroachDB does not take DEFERRABLE.
+// login page should not (CockroachDB, serializable throughout, takes DEFERRABLE as a
+// no-op, and REPEATABLE READ as SERIALIZABLE unless told otherwise).
 //
 // Time to live. Expiry is decided by the database's clock, not the instance's:
 // a record written with a ttl expires at now()+ttl (now() being the start of the
