@@ -16,6 +16,13 @@ var ErrNotFound = errors.New("storage: key not found")
 // concurrent ones after every retry.
 var ErrConflict = errors.New("storage: transaction conflict")
 
+// ErrUnavailable is wrapped by the errors of a store whose backing database cannot be
+// reached or does not answer in time (a database server that is down, restarting,
+// unreachable or overloaded). The failure is expected to pass: the HTTP edge answers
+// 503 Service Unavailable with Retry-After. Of an Update that fails this way after
+// asking the database to commit, the outcome is unknown: it may have committed.
+var ErrUnavailable = errors.New("storage: database unavailable")
+
 // Store is a transactional, ordered key-value store. Implementations must make a
 // successful Update durable before it returns (an answered write survives a crash),
 // and must run fn again, from scratch, when a transaction conflicts with a

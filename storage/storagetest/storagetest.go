@@ -1,5 +1,5 @@
 // Package storagetest is a conformance suite for storage.Store implementations. Every
-// backend's tests call Run (and RunDurable when the backend persists to a directory),
+// backend's tests call Run, and RunDurable (a backend kept in a directory) or RunReopen,
 // so that all backends honour the same contract the domain packages rely on.
 package storagetest
 
@@ -339,29 +339,43 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 func RunDurable(t *testing.T, open func(t *testing.T, dir string) storage.Store) {
 	t.Run("Durable", func(t *testing.T) {
 		dir := t.TempDir()
-		s := open(t, dir)
-		set(t, s, "p/a", "alpha", 0)
-		set(t, s, "p/b", "bravo", 0)
-		set(t, s, "p/c", "charlie", time.Hour)
-		set(t, s, "p/b", "bravo-2", 0)
-		set(t, s, "p/gone", "x", 0)
-		update(t, s, func(tx storage.Txn) error { return tx.Delete([]byte("p/gone")) })
-		if err := s.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-
-		s = open(t, dir)
-		defer func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("Close after reopen: %v", err)
-			}
-		}()
-		wantKVs(t, "Iterate after reopen", collect(t, s, "p/"),
-			[]kv{{"p/a", "alpha"}, {"p/b", "bravo-2"}, {"p/c", "charlie"}})
-		wantMissing(t, s, "p/gone")
-		set(t, s, "p/d", "delta", 0) // still writable after reopen
-		wantValue(t, s, "p/d", "delta")
+		durable(t, func(t *testing.T) storage.Store { return open(t, dir) })
 	})
+}
+
+// RunReopen is RunDurable for backends kept somewhere other than a directory (a
+// database server, say): it checks that committed writes survive Close and opening
+// the store again. Every call of open must open the same backing storage, empty
+// before the first call.
+func RunReopen(t *testing.T, open func(t *testing.T) storage.Store) {
+	t.Run("Durable", func(t *testing.T) { durable(t, open) })
+}
+
+// durable writes through one store, closes it and checks the writes through a
+// second one returned by open.
+func durable(t *testing.T, open func(t *testing.T) storage.Store) {
+	s := open(t)
+	set(t, s, "p/a", "alpha", 0)
+	set(t, s, "p/b", "bravo", 0)
+	set(t, s, "p/c", "charlie", time.Hour)
+	set(t, s, "p/b", "bravo-2", 0)
+	set(t, s, "p/gone", "x", 0)
+	update(t, s, func(tx storage.Txn) error { return tx.Delete([]byte("p/gone")) })
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = open(t)
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close after reopen: %v", err)
+		}
+	}()
+	wantKVs(t, "Iterate after reopen", collect(t, s, "p/"),
+		[]kv{{"p/a", "alpha"}, {"p/b", "bravo-2"}, {"p/c", "charlie"}})
+	wantMissing(t, s, "p/gone")
+	set(t, s, "p/d", "delta", 0) // still writable after reopen
+	wantValue(t, s, "p/d", "delta")
 }
 
 // increment adds one to the decimal counter under "counter".

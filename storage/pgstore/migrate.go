@@ -1,0 +1,114 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.uber.org/zap"
+)
+
+// migrations are the steps of palmgate's schema, in order: the schema at version v
+// is the result of the first v steps. Steps are only ever appended, never edited, and
+// never destroy data (no DROP, no narrowing ALTER), so that an instance still running
+// the previous release keeps working on the upgraded schema during a rolling update.
+var migrations = []string{
+	// 1: the records.
+	`CREATE TABLE IF NOT EXISTS palmgate_kv (
+	key BYTEA PRIMARY KEY,
+	value BYTEA NOT NULL,
+	expires_at TIMESTAMPTZ NULL
+)`,
+	// 2: lets the sweeper find expired records without scanning the table.
+	`CREATE INDEX IF NOT EXISTS palmgate_kv_expires_at ON palmgate_kv (expires_at) WHERE expires_at IS NOT NULL`,
+}
+
+// ErrSchemaTooNew is returned (wrapped) by Open when the database's schema was
+// written by a newer palmgate than this one.
+var ErrSchemaTooNew = errors.New("pgstore: database schema is newer than this palmgate knows")
+
+// maxMigrateAttempts bounds the attempts of migrate when it races another instance.
+const maxMigrateAttempts = 5
+
+// migrate brings the schema to the latest version. The version is kept in the one row
+// of palmgate_schema, which every instance locks (SELECT ... FOR UPDATE) for the
+// transaction that applies the missing steps: instances starting together apply each
+// step once, one after the other. (A row lock rather than an advisory lock, which
+// CockroachDB does not have.)
+func (s *Store) migrate(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := s.migrateOnce(ctx)
+		if err == nil || attempt >= maxMigrateAttempts || !raced(err) {
+			return err
+		}
+		if err := sleep(ctx, backoff(attempt+4)); err != nil {
+			return fmt.Errorf("pgstore: migrating the schema on %s: %w", s.host, err)
+		}
+	}
+}
+
+// raced reports an error that another instance creating the same objects at the same
+// time can cause: PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a
+// concurrent one (it fails with a unique violation on the catalogs, or "type already
+// exists"), and a serializable database (CockroachDB) can abort the transaction that
+// waited for the lock. The next attempt finds the other instance's work done.
+func raced(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "23505", "42P07", "42710", "40001", "40P01":
+		return true
+	}
+	return false
+}
+
+func (s *Store) migrateOnce(caller context.Context) error {
+	fail := func(what string, err error) error {
+		return fmt.Errorf("pgstore: migrating the schema on %s: %s: %w", s.host, what, s.classify(caller, err))
+	}
+	// Waiting for another instance's migration is bounded by statement_timeout on
+	// the server; this bounds the whole on the client, should the server go silent.
+	ctx, cancel := context.WithTimeout(caller, 2*s.clientTimeout)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS palmgate_schema (id INT PRIMARY KEY, version INT NOT NULL)`); err != nil {
+		return fail("creating palmgate_schema", err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO palmgate_schema (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`); err != nil {
+		return fail("initialising palmgate_schema", err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fail("begin", err)
+	}
+	defer tx.Rollback(context.Background())
+	var version int
+	if err := tx.QueryRow(ctx, `SELECT version FROM palmgate_schema WHERE id = 1 FOR UPDATE`).Scan(&version); err != nil {
+		return fail("locking palmgate_schema", err)
+	}
+	latest := len(migrations)
+	if version > latest {
+		return fmt.Errorf("%w: %s is at schema version %d, this binary knows versions up to %d; run a palmgate at least as new as the one that upgraded it",
+			ErrSchemaTooNew, s.host, version, latest)
+	}
+	if version == latest {
+		return nil // the transaction only read; rolling it back releases the lock
+	}
+	for v := version + 1; v <= latest; v++ {
+		if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+			return fail(fmt.Sprintf("step %d", v), err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE palmgate_schema SET version = $1 WHERE id = 1`, latest); err != nil {
+		return fail("recording the version", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fail("commit", err)
+	}
+	s.migrated = latest - version
+	s.log.Info("pgstore: migrated the schema", zap.String("database", s.host),
+		zap.Int("from_version", version), zap.Int("to_version", latest))
+	return nil
+}
