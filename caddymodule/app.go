@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -22,7 +21,6 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/storage"
-	"github.com/palmgate/palmgate/storage/badgerstore"
 )
 
 func init() {
@@ -111,14 +109,6 @@ type App struct {
 	logger   *zap.Logger
 }
 
-// StorageConfig selects the storage backend.
-type StorageConfig struct {
-	// Backend is the storage engine: "badger".
-	Backend string `json:"backend,omitempty"`
-	// Path is the Badger directory.
-	Path string `json:"path,omitempty"`
-}
-
 // PalmAttestor is a trusted palm engine.
 type PalmAttestor struct {
 	// Name is the attestor's name, the `iss` of its assertions.
@@ -176,14 +166,6 @@ func (App) CaddyModule() caddy.ModuleInfo {
 		New: func() caddy.Module { return new(App) },
 	}
 }
-
-// stores shares open stores across config generations: an open Badger directory is
-// locked, so a reload must reuse it rather than open it again.
-var stores = caddy.NewUsagePool()
-
-type sharedStore struct{ storage.Store }
-
-func (s sharedStore) Destruct() error { return s.Close() }
 
 // Provision sets defaults, opens the store and builds the services.
 func (a *App) Provision(ctx caddy.Context) error {
@@ -252,12 +234,7 @@ func (a *App) setDefaults() {
 	if a.Storage == nil {
 		a.Storage = &StorageConfig{}
 	}
-	if a.Storage.Backend == "" {
-		a.Storage.Backend = "badger"
-	}
-	if a.Storage.Backend == "badger" && a.Storage.Path == "" {
-		a.Storage.Path = filepath.Join(caddy.AppDataDir(), "palmgate")
-	}
+	a.Storage.setDefaults()
 	defaultDuration(&a.AccessTokenTTL, DefaultAccessTokenTTL)
 	defaultDuration(&a.RefreshTokenTTL, DefaultRefreshTokenTTL)
 	defaultDuration(&a.AuthCodeTTL, DefaultAuthCodeTTL)
@@ -311,8 +288,8 @@ func (a *App) Validate() error {
 		}
 		seen[pa.Name] = true
 	}
-	if a.Storage.Backend != "badger" {
-		return fmt.Errorf("storage: unknown backend %q (supported: badger)", a.Storage.Backend)
+	if err := a.Storage.validate(); err != nil {
+		return err
 	}
 	if a.PairwiseSecret != "" && len(a.PairwiseSecret) < 32 {
 		return errors.New("pairwise_secret: must be at least 32 characters")
@@ -400,29 +377,6 @@ func validateClients(clients []Client) error {
 			}
 		}
 	}
-	return nil
-}
-
-// openStore opens the configured store, or shares the one a previous config
-// generation opened.
-func (a *App) openStore() error {
-	path, err := filepath.Abs(a.Storage.Path)
-	if err != nil {
-		return fmt.Errorf("storage: %w", err)
-	}
-	a.storeKey = "badger:" + path
-	v, _, err := stores.LoadOrNew(a.storeKey, func() (caddy.Destructor, error) {
-		s, err := badgerstore.Open(path, a.logger.Named("badger"))
-		if err != nil {
-			return nil, err
-		}
-		return sharedStore{s}, nil
-	})
-	if err != nil {
-		a.storeKey = ""
-		return fmt.Errorf("storage: opening badger at %s: %w", path, err)
-	}
-	a.store = v.(sharedStore)
 	return nil
 }
 

@@ -30,6 +30,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //	palmgate {
 //		issuer <url>
 //		storage badger <path>
+//		storage postgres <dsn> { max_conns <n>; statement_timeout <d>; connect_timeout <d> }
 //		dev
 //		palm_attestor <name> <public key, base64 DER SPKI>
 //		pairwise_secret <secret>
@@ -76,11 +77,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 		case "storage":
-			args := d.RemainingArgs()
-			if len(args) != 2 || args[0] != "badger" {
-				return d.Errf("storage: expected `storage badger <path>`, got %q", args)
+			sc, err := parseStorage(d)
+			if err != nil {
+				return err
 			}
-			a.Storage = &StorageConfig{Backend: args[0], Path: args[1]}
+			a.Storage = sc
 		case "dev":
 			if d.NextArg() {
 				return d.Errf("dev: takes no argument")
@@ -121,6 +122,54 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		}
 	}
 	return nil
+}
+
+// parseStorage reads `storage badger <path>` or
+//
+//	storage postgres <dsn> {
+//		max_conns <n>
+//		statement_timeout <duration>
+//		connect_timeout <duration>
+//	}
+func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
+	args := d.RemainingArgs()
+	if len(args) != 2 || (args[0] != "badger" && args[0] != "postgres") {
+		return nil, d.Errf("storage: expected `storage badger <path>` or `storage postgres <dsn>`, got %q", args)
+	}
+	sc := &StorageConfig{Backend: args[0]}
+	if sc.Backend == "badger" {
+		sc.Path = args[1]
+	} else {
+		sc.DSN = args[1]
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if sc.Backend != "postgres" {
+			return nil, d.Errf("storage: badger takes no options, got %q", d.Val())
+		}
+		switch option := d.Val(); option {
+		case "max_conns":
+			var arg string
+			if err := singleArg(d, &arg); err != nil {
+				return nil, err
+			}
+			n, err := strconv.Atoi(arg)
+			if err != nil || n < 1 {
+				return nil, d.Errf("max_conns: expected a number of at least 1, got %q", arg)
+			}
+			sc.MaxConns = n
+		case "statement_timeout":
+			if err := parseDuration(d, &sc.StatementTimeout); err != nil {
+				return nil, err
+			}
+		case "connect_timeout":
+			if err := parseDuration(d, &sc.ConnectTimeout); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, d.Errf("storage postgres: unknown option %q (max_conns, statement_timeout, connect_timeout)", option)
+		}
+	}
+	return sc, nil
 }
 
 // parseCap reads `<option> <n>` (n at least 1) or `<option> off` (-1).

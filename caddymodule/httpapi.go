@@ -20,6 +20,7 @@ import (
 	"github.com/palmgate/palmgate/core/agent"
 	"github.com/palmgate/palmgate/core/jsonobject"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage"
 )
 
 // statusClientClosedRequest is the non-standard status Caddy and nginx log when the
@@ -42,16 +43,33 @@ func (e *apiError) Error() string { return e.Message }
 // Stable codes of errors raised by the HTTP edge itself (the domain's are in
 // core/agent and errorFor).
 const (
-	codeBodyTooLarge     = "body_too_large"
-	codeUnsupportedMedia = "unsupported_media_type"
-	codeMethodNotAllowed = "method_not_allowed"
-	codeNotFound         = "not_found"
-	codeInternal         = "internal_error"
-	codeRateLimited      = "rate_limited"
-	codeClientClosed     = "client_closed_request"
-	codeScanURLExpired   = "scan_url_expired"
-	codeTooManyPending   = "too_many_pending_requests"
+	codeBodyTooLarge       = "body_too_large"
+	codeUnsupportedMedia   = "unsupported_media_type"
+	codeMethodNotAllowed   = "method_not_allowed"
+	codeNotFound           = "not_found"
+	codeInternal           = "internal_error"
+	codeRateLimited        = "rate_limited"
+	codeClientClosed       = "client_closed_request"
+	codeScanURLExpired     = "scan_url_expired"
+	codeTooManyPending     = "too_many_pending_requests"
+	codeStorageUnavailable = "storage_unavailable"
 )
+
+// storageRetryAfter is the Retry-After of answers refused because the database is
+// unavailable: long enough for a restart or a failover to begin to show.
+const storageRetryAfter = 5 * time.Second
+
+// retryAfter says whether err is a temporary refusal, and when to retry.
+func retryAfter(err error) (time.Duration, bool) {
+	var busy *palm.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return busy.RetryAfter, true
+	case errors.Is(err, storage.ErrUnavailable):
+		return storageRetryAfter, true
+	}
+	return 0, false
+}
 
 // setRetryAfter sets Retry-After to d in whole seconds, at least one.
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {
@@ -180,9 +198,8 @@ func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, statusClientClosedRequest, &apiError{Message: "client closed the request", Code: codeClientClosed})
 		return
 	}
-	var busy *palm.BusyError
-	if errors.As(err, &busy) {
-		setRetryAfter(w, busy.RetryAfter)
+	if d, ok := retryAfter(err); ok {
+		setRetryAfter(w, d)
 	}
 	e := a.errorFor(err)
 	if e.Status == http.StatusInternalServerError {
@@ -213,6 +230,9 @@ func (a *App) errorFor(err error) *apiError {
 	var busy *palm.BusyError
 	if errors.As(err, &busy) {
 		return &apiError{Status: http.StatusServiceUnavailable, Message: busy.Error(), Code: codeTooManyPending}
+	}
+	if errors.Is(err, storage.ErrUnavailable) {
+		return &apiError{Status: http.StatusServiceUnavailable, Message: "the database is unavailable; retry later", Code: codeStorageUnavailable}
 	}
 	for _, m := range []struct {
 		kind   error

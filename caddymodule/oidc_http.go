@@ -34,12 +34,12 @@ func (a *App) writeOAuthError(w http.ResponseWriter, r *http.Request, err error)
 		writeJSON(w, tooLarge.Status, oauthErrorBody{Error: oidc.ErrInvalidRequest, Description: tooLarge.Message})
 		return
 	}
-	var busy *palm.BusyError
-	switch {
-	case errors.As(err, &busy):
-		setRetryAfter(w, busy.RetryAfter)
-		writeJSON(w, http.StatusServiceUnavailable, oauthErrorBody{Error: "temporarily_unavailable", Description: busy.Error()})
+	if d, ok := retryAfter(err); ok {
+		setRetryAfter(w, d)
+		writeJSON(w, http.StatusServiceUnavailable, oauthErrorBody{Error: "temporarily_unavailable", Description: a.errorFor(err).Message})
 		return
+	}
+	switch {
 	case errors.Is(err, oidc.ErrOtherBrowser):
 		writeJSON(w, http.StatusForbidden, oauthErrorBody{Error: oidc.ErrAccessDenied, Description: err.Error() + "; finish it there, or start again here"})
 		return

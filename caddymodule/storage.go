@@ -1,0 +1,124 @@
+package caddymodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/badgerstore"
+	"github.com/palmgate/palmgate/storage/pgstore"
+)
+
+// StorageConfig selects the storage backend.
+type StorageConfig struct {
+	// Backend is the storage engine: "badger" (embedded, one instance; the
+	// default) or "postgres" (several instances on one database).
+	Backend string `json:"backend,omitempty"`
+	// Path is the Badger directory. Default: palmgate/ under Caddy's data
+	// directory.
+	Path string `json:"path,omitempty"`
+	// DSN is the PostgreSQL connection string (a postgres:// URL or key=value
+	// pairs); placeholders such as {env.PALMGATE_DSN} work.
+	DSN string `json:"dsn,omitempty"`
+	// MaxConns is the most connections this instance opens to PostgreSQL.
+	// Default: 10.
+	MaxConns int `json:"max_conns,omitempty"`
+	// StatementTimeout bounds one SQL statement; past it the request answers 503.
+	// Default: 5s.
+	StatementTimeout caddy.Duration `json:"statement_timeout,omitempty"`
+	// ConnectTimeout bounds making a connection, the one at start included: an
+	// unreachable database fails the config load after it rather than hanging.
+	// Default: 5s.
+	ConnectTimeout caddy.Duration `json:"connect_timeout,omitempty"`
+}
+
+func (c *StorageConfig) setDefaults() {
+	if c.Backend == "" {
+		c.Backend = "badger"
+	}
+	if c.Backend == "badger" && c.Path == "" {
+		c.Path = filepath.Join(caddy.AppDataDir(), "palmgate")
+	}
+}
+
+func (c *StorageConfig) validate() error {
+	switch c.Backend {
+	case "badger":
+		if c.DSN != "" {
+			return errors.New("storage: a dsn is for the postgres backend")
+		}
+	case "postgres":
+		if c.DSN == "" {
+			return errors.New("storage: postgres needs a dsn: `storage postgres <dsn>`")
+		}
+		if c.MaxConns < 0 || c.StatementTimeout < 0 || c.ConnectTimeout < 0 {
+			return errors.New("storage: max_conns, statement_timeout and connect_timeout must not be negative")
+		}
+	default:
+		return fmt.Errorf("storage: unknown backend %q (supported: badger, postgres)", c.Backend)
+	}
+	return nil
+}
+
+// stores shares open stores across config generations: an open Badger directory is
+// locked, and a PostgreSQL pool is worth keeping, so a reload reuses the store
+// rather than opening it again.
+var stores = caddy.NewUsagePool()
+
+type sharedStore struct{ storage.Store }
+
+func (s sharedStore) Destruct() error { return s.Close() }
+
+// openStore opens the configured store, or shares the one a previous config
+// generation opened.
+func (a *App) openStore() error {
+	var key string
+	var open func() (storage.Store, error)
+	switch a.Storage.Backend {
+	case "postgres":
+		dsn := caddy.NewReplacer().ReplaceKnown(a.Storage.DSN, "")
+		cfg := pgstore.Config{
+			DSN: dsn, MaxConns: int32(a.Storage.MaxConns), Logger: a.logger.Named("postgres"),
+			StatementTimeout: time.Duration(a.Storage.StatementTimeout),
+			ConnectTimeout:   time.Duration(a.Storage.ConnectTimeout),
+		}
+		key = fmt.Sprintf("postgres:%d:%d:%d:%s", cfg.MaxConns, cfg.StatementTimeout, cfg.ConnectTimeout, dsn)
+		open = func() (storage.Store, error) {
+			s, err := pgstore.Open(context.Background(), cfg)
+			if err != nil {
+				return nil, fmt.Errorf("storage: opening postgres: %w", err)
+			}
+			return s, nil
+		}
+	default:
+		path, err := filepath.Abs(a.Storage.Path)
+		if err != nil {
+			return fmt.Errorf("storage: %w", err)
+		}
+		key = "badger:" + path
+		open = func() (storage.Store, error) {
+			s, err := badgerstore.Open(path, a.logger.Named("badger"))
+			if err != nil {
+				return nil, fmt.Errorf("storage: opening badger at %s: %w", path, err)
+			}
+			return s, nil
+		}
+	}
+	v, _, err := stores.LoadOrNew(key, func() (caddy.Destructor, error) {
+		s, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return sharedStore{s}, nil
+	})
+	if err != nil {
+		return err
+	}
+	a.storeKey, a.store = key, v.(sharedStore)
+	return nil
+}
