@@ -42,6 +42,10 @@ type Options struct {
 	Port int
 	// AdminPort is the admin API port; 0 picks a free one.
 	AdminPort int
+	// Storage replaces the storage line of the global block (default `storage
+	// badger {DataDir}/palmgate`): `storage postgres <dsn>` puts several servers
+	// on one database.
+	Storage string
 	// NoDev leaves `dev` out of the global block (then Global must configure a
 	// palm_attestor, or provisioning fails).
 	NoDev bool
@@ -183,7 +187,11 @@ func (s *Server) config() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "{\n\tadmin %s\n\tpersist_config off\n\tpalmgate {\n", s.AdminAddr)
 	fmt.Fprintf(&b, "\t\tissuer %s\n", s.URL)
-	fmt.Fprintf(&b, "\t\tstorage badger %s\n", filepath.Join(o.DataDir, "palmgate"))
+	if o.Storage != "" {
+		writeIndented(&b, o.Storage, "\t\t")
+	} else {
+		fmt.Fprintf(&b, "\t\tstorage badger %s\n", filepath.Join(o.DataDir, "palmgate"))
+	}
 	if !o.NoDev {
 		b.WriteString("\t\tdev\n")
 	}
