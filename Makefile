@@ -18,9 +18,12 @@ run: build
 	mkdir -p data
 	$(BIN) run --config Caddyfile.example --adapter caddyfile
 
-## test: vet, then every test, the integration tests against the binary built here
+## test: vet, then every test, the integration tests against the binary built here;
+## PostgreSQL tests run on a private throwaway cluster (initdb on PATH or under
+## /usr/lib/postgresql) or on PALMGATE_TEST_POSTGRES=<dsn>; a line says when they skip
 test: build
 	$(GO) vet $(PKGS)
+	@$(GO) run ./internal/pgtest/pgcheck
 	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m $(PKGS)
 
 ## fuzz: every fuzz target for FUZZTIME each (default 60s), stopping at the first failure
