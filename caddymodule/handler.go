@@ -20,6 +20,11 @@ func init() {
 	// Then the bearer middleware (registered in bearer.go), so that a site serving
 	// both never puts palmgate's own endpoints behind its tokens.
 	httpcaddyfile.RegisterDirectiveOrder("palmgate_bearer", httpcaddyfile.Before, "basic_auth")
+	// Then the demo relying party (caddymodule/demo, registered by its import in
+	// accessors.go). RegisterDirectiveOrder only accepts an anchor from Caddy's
+	// standard distribution (it panics on "palmgate"), so each is put before
+	// basic_auth in turn, and lands after the ones before it.
+	httpcaddyfile.RegisterDirectiveOrder("palmgate_demo", httpcaddyfile.Before, "basic_auth")
 }
 
 // Handler serves the palmgate identity service of the `palmgate` app: /oauth2/* and

@@ -24,19 +24,13 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"go.uber.org/zap"
 	"golang.org/x/oauth2"
-
-	"github.com/palmgate/palmgate/caddymodule"
 )
 
 func init() {
 	caddy.RegisterModule(Demo{})
 	httpcaddyfile.RegisterHandlerDirective("palmgate_demo", parseCaddyfile)
-	// RegisterDirectiveOrder only accepts an anchor from Caddy's standard
-	// distribution (it panics on "palmgate"), so the demo is placed before
-	// basic_auth, as palmgate is. This package imports caddymodule, whose init
-	// therefore runs first and has already put palmgate before basic_auth: the demo
-	// lands right after palmgate, before any site authentication.
-	httpcaddyfile.RegisterDirectiveOrder("palmgate_demo", httpcaddyfile.Before, "basic_auth")
+	// Its place in the directive order is registered by caddymodule (handler.go),
+	// which imports this package, after palmgate's own.
 }
 
 // Paths the demo serves; every other request goes to the next handler.
@@ -85,6 +79,15 @@ func (Demo) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
+// palmgateApp is what the demo needs of the palmgate app (caddymodule.App):
+// asserted on the app, so that the demo does not import caddymodule, which
+// imports the demo to register it.
+type palmgateApp interface {
+	DevMode() bool
+	IssuerURL() string
+	StaticClient(id string) (name, secret string, redirectURIs []string, ok bool)
+}
+
 // Provision finds the palmgate app, refuses to run outside dev mode, and reads the
 // client's credentials. OpenID discovery waits for the first request: the server
 // is not listening yet.
@@ -97,40 +100,37 @@ func (d *Demo) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("palmgate_demo needs the palmgate global option: %w", err)
 	}
-	app, ok := appModule.(*caddymodule.App)
+	app, ok := appModule.(palmgateApp)
 	if !ok {
-		return fmt.Errorf("palmgate_demo: the palmgate app is a %T, not *caddymodule.App", appModule)
+		return fmt.Errorf("palmgate_demo: the palmgate app is a %T, which lacks the accessors the demo needs", appModule)
 	}
-	if !app.Dev {
+	if !app.DevMode() {
 		return errors.New("palmgate_demo runs only in dev mode: add `dev` to the palmgate global option, or remove the palmgate_demo directive")
 	}
-	var client *caddymodule.Client
-	for i := range app.Clients {
-		if app.Clients[i].ID == d.ClientID {
-			client = &app.Clients[i]
-			break
-		}
-	}
-	if client == nil {
+	name, secret, redirects, found := app.StaticClient(d.ClientID)
+	if !found {
 		return fmt.Errorf("palmgate_demo: no client %q in the palmgate global option; add `client %s { secret ...; redirect_uri <origin>%s }`", d.ClientID, d.ClientID, pathCallback)
 	}
-	if len(client.RedirectURIs) == 0 {
+	if secret == "" {
+		return fmt.Errorf("palmgate_demo: client %s needs a clear `secret` (the demo is a client and must send it)", d.ClientID)
+	}
+	if len(redirects) == 0 {
 		return fmt.Errorf("palmgate_demo: client %s has no redirect_uri", d.ClientID)
 	}
-	redirect, err := url.Parse(client.RedirectURIs[0])
+	redirect, err := url.Parse(redirects[0])
 	if err != nil || redirect.Host == "" || redirect.Path != pathCallback || redirect.RawQuery != "" {
-		return fmt.Errorf("palmgate_demo: the first redirect_uri of client %s is %q; it must be <origin>%s, where the demo receives the login", d.ClientID, client.RedirectURIs[0], pathCallback)
+		return fmt.Errorf("palmgate_demo: the first redirect_uri of client %s is %q; it must be <origin>%s, where the demo receives the login", d.ClientID, redirects[0], pathCallback)
 	}
-	d.issuer = strings.TrimSuffix(app.Issuer, "/")
-	d.clientName = client.Name
+	d.issuer = strings.TrimSuffix(app.IssuerURL(), "/")
+	d.clientName = name
 	if d.clientName == "" {
-		d.clientName = client.ID
+		d.clientName = d.ClientID
 	}
 	d.origin = redirect.Scheme + "://" + redirect.Host
 	d.secure = redirect.Scheme == "https"
 	d.oauth = oauth2.Config{
-		ClientID:     client.ID,
-		ClientSecret: client.Secret,
+		ClientID:     d.ClientID,
+		ClientSecret: secret,
 		RedirectURL:  redirect.String(),
 		Scopes:       []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess},
 	}

@@ -11,7 +11,6 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	_ "github.com/palmgate/palmgate/caddymodule"
-	_ "github.com/palmgate/palmgate/caddymodule/demo"
 )
 
 func main() {
