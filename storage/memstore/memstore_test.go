@@ -1,0 +1,16 @@
+package memstore
+
+import (
+	"testing"
+
+	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/storagetest"
+)
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		s := New()
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
