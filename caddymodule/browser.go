@@ -10,25 +10,30 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 )
 
-// loginCookieMaxAge is how long a browser keeps its login binding cookie (seconds):
-// longer than any login, renewed by each authorization request.
-const loginCookieMaxAge = 3600
+// A login is bound to the browser that started it by a cookie of its own, named
+// after the authorization request, so that logins a browser starts at the same
+// moment (two tabs, or a page with two sign-in buttons) do not overwrite each
+// other's. It lives as long as the login can, and is cleared when the code goes
+// back.
 
-// loginCookieName is the cookie that binds logins to the browser that started them:
-// `__Host-` prefixed on an https issuer, so no other host or path can set it.
-func (a *App) loginCookieName() string {
-	if a.secureCookies() {
-		return "__Host-palmgate_login"
+// loginCookieName is the cookie of login id: `__Host-` prefixed on an https
+// issuer, so that no other host or path can set it.
+func (a *App) loginCookieName(id string) string {
+	if len(id) > 12 {
+		id = id[:12] // 48 random bits of the uuid: unique among one browser's logins
 	}
-	return "palmgate_login"
+	if a.secureCookies() {
+		return "__Host-palmgate_login_" + id
+	}
+	return "palmgate_login_" + id
 }
 
 func (a *App) secureCookies() bool { return strings.HasPrefix(a.Issuer, "https://") }
 
-// loginBinding returns the browser's login binding secret, or "" when it sent none
-// of the right form.
-func (a *App) loginBinding(r *http.Request) string {
-	c, err := r.Cookie(a.loginCookieName())
+// loginBinding returns the binding secret the browser holds for login id, or ""
+// when it sent none of the right form.
+func (a *App) loginBinding(r *http.Request, id string) string {
+	c, err := r.Cookie(a.loginCookieName(id))
 	if err != nil || len(c.Value) != 43 {
 		return ""
 	}
@@ -38,22 +43,22 @@ func (a *App) loginBinding(r *http.Request) string {
 	return c.Value
 }
 
-// bindBrowser returns the browser's login binding secret, making a new one (and
-// setting its cookie) when it has none, and renews the cookie either way.
-func (a *App) bindBrowser(w http.ResponseWriter, r *http.Request) (string, error) {
-	binding := a.loginBinding(r)
-	if binding == "" {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return "", err
-		}
-		binding = base64.RawURLEncoding.EncodeToString(b)
+// newBinding returns a fresh binding secret: 256 random bits.
+func newBinding() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
 	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// setLoginCookie gives the browser the binding of login id for maxAge seconds
+// (-1 clears it).
+func (a *App) setLoginCookie(w http.ResponseWriter, id, binding string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
-		Name: a.loginCookieName(), Value: binding, Path: "/", MaxAge: loginCookieMaxAge,
+		Name: a.loginCookieName(id), Value: binding, Path: "/", MaxAge: maxAge,
 		HttpOnly: true, Secure: a.secureCookies(), SameSite: http.SameSiteLaxMode,
 	})
-	return binding, nil
 }
 
 // browserOf describes the browser of r for the person's app.

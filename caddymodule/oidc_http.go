@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -89,7 +90,7 @@ func (a *App) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		a.writeOAuthError(w, r, err)
 		return
 	}
-	binding, err := a.bindBrowser(w, r)
+	binding, err := newBinding()
 	if err != nil {
 		a.writeOAuthError(w, r, err)
 		return
@@ -99,6 +100,7 @@ func (a *App) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		a.writeOAuthError(w, r, err)
 		return
 	}
+	a.setLoginCookie(w, ar.ID, binding, int(time.Until(ar.ExpiresAt.Add(palm.Grace)).Seconds()))
 	http.Redirect(w, r, a.Issuer+"/oauth2/verify?auth_request_id="+ar.ID, http.StatusFound)
 }
 
@@ -109,7 +111,8 @@ func (a *App) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 func (a *App) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("auth_request_id")
 	head := r.Method == http.MethodHead
-	st, err := a.oidc.Login(r.Context(), id, a.loginBinding(r), !head)
+	binding := a.loginBinding(r, id)
+	st, err := a.oidc.Login(r.Context(), id, binding, !head)
 	if err != nil {
 		a.writeOAuthError(w, r, err)
 		return
@@ -135,12 +138,13 @@ func (a *App) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c.Status != palm.StatusPending && !head {
-		redirect, err := a.oidc.Finish(r.Context(), id, a.loginBinding(r))
+		redirect, err := a.oidc.Finish(r.Context(), id, binding)
 		if err != nil {
 			a.writeOAuthError(w, r, err)
 			return
 		}
 		if redirect != nil {
+			a.setLoginCookie(w, id, "", -1) // the login is over
 			http.Redirect(w, r, redirect.URL(), http.StatusFound)
 			return
 		}

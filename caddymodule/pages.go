@@ -85,7 +85,9 @@ func (a *App) renderChallengePage(w http.ResponseWriter, r *http.Request, c *pal
 		// On a phone the app is on the same device: the page offers its link, and a
 		// QR code that could be relayed to another phone is not shown.
 		if d.OnPhone = onPhone(r); !d.OnPhone {
-			png, err := qrcode.Encode(d.ScanURL, qrcode.Medium, 256)
+			// Five whole pixels per module (about 250 pixels for a scan URL): crisp
+			// module edges for a camera, where a fixed size would make them uneven.
+			png, err := qrcode.Encode(d.ScanURL, qrcode.Medium, -5)
 			if err != nil {
 				a.writeError(w, r, fmt.Errorf("encoding QR code: %w", err))
 				return

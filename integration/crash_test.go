@@ -70,13 +70,6 @@ func TestCrashUnderLoad(t *testing.T) {
 		},
 		stop: make(chan struct{}),
 	}
-	// The workers share one browser: it gets its login cookie before they start
-	// logins at once (two first logins at the same instant would each set one).
-	if resp, err := r.client.Get(e.authURL(app)); err != nil {
-		t.Fatalf("first authorize: %v", err)
-	} else {
-		resp.Body.Close()
-	}
 	for i := range crashHumans {
 		r.subjects = append(r.subjects, fmt.Sprintf("palm-subject-crash-%d-%s", i, randHex(4)))
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,13 +24,13 @@ func TestLoginBoundToBrowser(t *testing.T) {
 	e := startOIDC(t, []oidcClient{app})
 
 	resp := e.do(t, "GET", e.authURL(app), nil).ExpectStatus(t, http.StatusFound)
+	id := strings.TrimPrefix(resp.Header.Get("Location"), e.URL+"/oauth2/verify?auth_request_id=")
 	cookie := resp.Header.Get("Set-Cookie")
-	for _, attr := range []string{"palmgate_login=", "Path=/", "HttpOnly", "SameSite=Lax"} {
+	for _, attr := range []string{"palmgate_login_" + id[:12] + "=", "Path=/", "HttpOnly", "SameSite=Lax", "Max-Age="} {
 		if !strings.Contains(cookie, attr) {
 			t.Errorf("authorize Set-Cookie %q lacks %s", cookie, attr)
 		}
 	}
-	id := strings.TrimPrefix(resp.Header.Get("Location"), e.URL+"/oauth2/verify?auth_request_id=")
 
 	other := testserver.NewBrowser()
 	expectNothingRevealed := func(when string) {
@@ -138,6 +139,41 @@ func TestLimitsPendingCaps(t *testing.T) {
 	for _, kind := range []string{"oidc/ar", "palm/c", "agent/s"} {
 		if after[kind] != before[kind] {
 			t.Errorf("%s records: %d after the refusals, want %d", kind, after[kind], before[kind])
+		}
+	}
+}
+
+// TestTwoLoginsAtOnce: a fresh browser that starts several logins at the same
+// moment (tabs, or a page with two sign-in buttons) completes each of them: every
+// login has its own binding cookie, none overwrites another's.
+func TestTwoLoginsAtOnce(t *testing.T) {
+	t.Parallel()
+	app := newOIDCClient("twice-app", "")
+	e := startOIDC(t, []oidcClient{app})
+	browser := testserver.NewBrowser()
+	const n = 4
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			resp := testserver.DoWith(t, browser, "GET", e.authURL(app), nil)
+			ids[i] = strings.TrimPrefix(resp.Header.Get("Location"), e.URL+"/oauth2/verify?auth_request_id=")
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		var p loginPage
+		testserver.DoWith(t, browser, "GET", e.verifyURL(id), nil, "Accept", "application/json").ExpectStatus(t, http.StatusOK).Decode(t, &p)
+		if p.Nonce == "" {
+			t.Fatalf("login %s: the browser that started it is not recognised (another login's cookie replaced its own)", id)
+		}
+		e.scan(t, p, e.subject("twice"))
+		resp := testserver.DoWith(t, browser, "GET", e.verifyURL(id), nil)
+		if q := callbackQuery(t, resp.Header.Get("Location"), app.redirects[0]); resp.Status != http.StatusFound || q.Get("code") == "" {
+			t.Errorf("login %s: status %d, Location %q; want the code", id, resp.Status, resp.Header.Get("Location"))
+		}
+		if !strings.Contains(resp.Header.Get("Set-Cookie"), "Max-Age=0") {
+			t.Errorf("login %s: the code's redirect does not clear the login cookie: %q", id, resp.Header.Get("Set-Cookie"))
 		}
 	}
 }

@@ -479,12 +479,8 @@ type load struct {
 type registeredAgent struct{ deviceID, urlKey string }
 
 func newLoad(base string) *load {
-	// The workers are one browser, whose login cookie is set before they start (two
-	// first logins at the same instant would each set one).
+	// The workers are one browser: it keeps each login's cookie.
 	jar, _ := cookiejar.New(nil)
-	if u, err := url.Parse(base); err == nil {
-		jar.SetCookies(u, []*http.Cookie{{Name: "palmgate_login", Value: "c29hay1icm93c2VyLWxvZ2luLWJpbmRpbmctMDAwMDA", Path: "/"}})
-	}
 	return &load{
 		base: base,
 		http: &http.Client{

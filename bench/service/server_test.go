@@ -455,12 +455,13 @@ func (s *site) mintCode(c *loadgen.Conn, i int) ([]byte, error) {
 		"scope": {"openid offline_access"}, "state": {"st" + strconv.Itoa(i)}, "nonce": {"n-" + randHex(8)},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
 	}
-	code, loc, body, err := c.Do(loadgen.GetRequest(s.host, "/oauth2/authorize?"+q.Encode(), benchBrowser))
-	if err != nil || code != 302 {
-		return nil, fmt.Errorf("authorize: %d %v %.200s", code, err, body)
+	code, loc, body, err := c.Do(loadgen.GetRequest(s.host, "/oauth2/authorize?"+q.Encode()))
+	if err != nil || code != 302 || c.Cookie() == "" {
+		return nil, fmt.Errorf("authorize: %d %v %q %.200s", code, err, c.Cookie(), body)
 	}
+	browser := "Cookie: " + c.Cookie() // the login's binding, as a browser keeps it
 	verify := strings.TrimPrefix(loc, s.URL)
-	code, _, body, err = c.Do(loadgen.GetRequest(s.host, verify, "Accept: application/json", benchBrowser))
+	code, _, body, err = c.Do(loadgen.GetRequest(s.host, verify, "Accept: application/json", browser))
 	if err != nil || code != 200 {
 		return nil, fmt.Errorf("login page: %d %v %.200s", code, err, body)
 	}
@@ -472,7 +473,7 @@ func (s *site) mintCode(c *loadgen.Conn, i int) ([]byte, error) {
 	if err := s.assert(c, page.ChallengeID, page.Nonce, subject); err != nil {
 		return nil, err
 	}
-	code, loc, body, err = c.Do(loadgen.GetRequest(s.host, verify, benchBrowser))
+	code, loc, body, err = c.Do(loadgen.GetRequest(s.host, verify, browser))
 	if err != nil || code != 302 || query(loc, "code") == "" {
 		return nil, fmt.Errorf("back to the client: %d %v %s %.200s", code, err, loc, body)
 	}
@@ -512,10 +513,6 @@ func newRegistration(cfg SeedConfig, run string, n int) registration {
 	})
 	return registration{deviceID: id, init: b, subject: PalmSubject(int(uint64(n) * 0x9E3779B97F4A7C15 % uint64(cfg.Humans)))}
 }
-
-// benchBrowser is the login cookie of the browser the benchmark logs in with (a
-// browser keeps the one palmgate set at its first login).
-const benchBrowser = "Cookie: palmgate_login=YmVuY2gtYnJvd3Nlci1sb2dpbi1iaW5kaW5nLTAwMDA"
 
 // register runs one registration: init, the owner's page (as a phone gets it,
 // for the scan URL the app opens), the palm engine's assertion.

@@ -22,7 +22,13 @@ type Conn struct {
 	c    net.Conn
 	br   *bufio.Reader
 	body []byte // the last response body, when kept
+	// cookie is the name=value of the last kept response's Set-Cookie, or "".
+	cookie string
 }
+
+// Cookie is the name=value pair of the Set-Cookie header of the last response Do
+// read (the first one, if several), or "".
+func (c *Conn) Cookie() string { return c.cookie }
 
 // Dial opens a connection to addr (host:port).
 func Dial(addr string) (*Conn, error) {
@@ -93,6 +99,9 @@ func (c *Conn) exchange(req []byte, keep bool) (int, string, error) {
 		return 0, "", fmt.Errorf("bad status line %q", line)
 	}
 	length, chunked, closing, location := -1, false, false, ""
+	if keep {
+		c.cookie = ""
+	}
 	for {
 		line, err = c.br.ReadSlice('\n')
 		if err != nil {
@@ -114,6 +123,9 @@ func (c *Conn) exchange(req []byte, keep bool) (int, string, error) {
 			closing = bytes.EqualFold(value, []byte("close"))
 		case keep && bytes.EqualFold(name, []byte("Location")):
 			location = string(value)
+		case keep && c.cookie == "" && bytes.EqualFold(name, []byte("Set-Cookie")):
+			pair, _, _ := bytes.Cut(value, []byte(";"))
+			c.cookie = string(pair)
 		}
 	}
 	c.body = c.body[:0]
