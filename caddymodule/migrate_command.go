@@ -92,13 +92,16 @@ type migrateEnd struct {
 // either order; `--from=<backend> <location>` works too. help reports -h or --help.
 // Errors never repeat a location, which may be a DSN with a password.
 func parseMigrateArgs(args []string) (from, to migrateEnd, help bool, err error) {
+	for _, arg := range args {
+		if arg == "-h" || arg == "--help" {
+			return from, to, true, nil
+		}
+	}
 	seen := map[string]bool{}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		name, backend, inline := strings.Cut(arg, "=")
 		switch name {
-		case "-h", "--help":
-			return from, to, true, nil
 		case "--from", "--to":
 		default:
 			if strings.HasPrefix(arg, "-") {
@@ -191,42 +194,47 @@ func runMigrate(ctx context.Context, from, to migrateEnd, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("verifying the copy (the %d records copied stay in PostgreSQL): %w", n, err)
 	}
-	printComparison(out, cmp)
-	if !cmp.OK() {
-		var bad []string
-		for _, k := range cmp {
-			if !k.OK() {
-				bad = append(bad, fmt.Sprintf("%s (first at key %.80q)", k.Kind, k.FirstDifference))
-			}
-		}
-		return fmt.Errorf("verification failed: the copy in PostgreSQL at %s differs from the Badger store in %s; "+
-			"do not run palmgate on it: drop its tables palmgate_kv and palmgate_schema and migrate again",
-			dst.Database(), strings.Join(bad, ", "))
+	if err := reportComparison(out, cmp, dst.Database()); err != nil {
+		return err
 	}
-	records, expired := 0, 0
-	for _, k := range cmp {
-		records += k.Source
-		expired += k.Expired
-	}
-	fmt.Fprintf(out, "Verified in %v: %d records of %d kinds are the same in both stores", time.Since(began).Round(time.Millisecond), records, len(cmp))
-	if expired > 0 {
-		fmt.Fprintf(out, " (%d that expired during the copy were left out)", expired)
-	}
-	fmt.Fprintf(out, ".\nStart palmgate with `storage postgres <dsn>`; keep %s until you no longer need to go back.\n", dir)
+	fmt.Fprintf(out, "Verified in %v.\nStart palmgate with `storage postgres <dsn>`; keep %s until you no longer need to go back.\n",
+		time.Since(began).Round(time.Millisecond), dir)
 	return nil
 }
 
-// printComparison writes one line per kind: its records in each store and whether
-// the checksums agree.
-func printComparison(out io.Writer, cmp storage.Comparison) {
+// reportComparison writes the table of cmp (one line per kind: its records in each
+// store and whether the checksums agree) and a summary to out, and returns an error
+// naming the kinds that differ, if any.
+func reportComparison(out io.Writer, cmp storage.Comparison, database string) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "KIND\tBADGER\tPOSTGRES\tCHECKSUM")
+	var bad []string
+	records, expired := 0, 0
 	for _, k := range cmp {
 		sum := "ok"
 		if !k.OK() {
 			sum = "MISMATCH"
+			bad = append(bad, k.Kind)
 		}
 		fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", k.Kind, k.Source, k.Target, sum)
+		records += k.Source
+		expired += k.Expired
 	}
 	w.Flush()
+	if len(bad) > 0 {
+		for _, k := range cmp {
+			if k.FirstDifference != nil {
+				fmt.Fprintf(out, "%s: first difference at key %.80q\n", k.Kind, k.FirstDifference)
+			}
+		}
+		return fmt.Errorf("verification failed: the copy in PostgreSQL at %s differs from the Badger store in %d kinds (%s); "+
+			"do not run palmgate on it: drop its tables palmgate_kv and palmgate_schema and migrate again",
+			database, len(bad), strings.Join(bad, ", "))
+	}
+	fmt.Fprintf(out, "%d records of %d kinds are the same in both stores", records, len(cmp))
+	if expired > 0 {
+		fmt.Fprintf(out, " (%d that expired during the copy were left out)", expired)
+	}
+	fmt.Fprintln(out, ".")
+	return nil
 }
