@@ -20,12 +20,13 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "palmgate",
-		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>]",
-		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash)",
+		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | " + migrateUsage,
+		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; migrate: Badger to PostgreSQL)",
 		Long: `
 palmgate's command-line tools.
 
   caddy palmgate hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>]
+  caddy palmgate ` + migrateUsage + `
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			hash := &cobra.Command{
@@ -52,6 +53,7 @@ API, autosave.json) never holds the secret in clear.
 			hash.Flags().StringP("algorithm", "a", "argon2id", "Hash algorithm: argon2id or sha256")
 			hash.RunE = caddycmd.WrapCommandFuncForCobra(cmdHashSecret)
 			cmd.AddCommand(hash)
+			cmd.AddCommand(newMigrateCommand())
 		},
 	})
 }

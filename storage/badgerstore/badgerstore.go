@@ -50,6 +50,11 @@ var ErrClosed = errors.New("badgerstore: store is closed")
 // several transactions.
 var ErrTxnTooBig = errors.New("badgerstore: transaction too big; split it into smaller ones")
 
+// ErrLocked is wrapped by the error of Open when another process has the directory
+// open: Badger locks it for as long as a store is open, so a palmgate that is running
+// on it must be stopped first.
+var ErrLocked = errors.New("badgerstore: the directory is locked by another process (a palmgate running on it?)")
+
 // errTxnDone is returned when a Txn is used after its fn has returned.
 var errTxnDone = errors.New("badgerstore: transaction used after it ended")
 
@@ -92,6 +97,10 @@ func Open(dir string, logger *zap.Logger) (*Store, error) {
 	}
 	db, err := badger.Open(options(dir, logger))
 	if err != nil {
+		// Badger's lock error keeps only the text of the flock error it wraps.
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("opening badger at %s: %w: %w", dir, ErrLocked, err)
+		}
 		return nil, fmt.Errorf("opening badger at %s: %w", dir, err)
 	}
 	s := &Store{

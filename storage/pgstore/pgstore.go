@@ -293,6 +293,10 @@ func (s *Store) checkSynchronousCommit(ctx context.Context) {
 	}
 }
 
+// Database names the store's database as its messages do: host:port/dbname, never
+// the password.
+func (s *Store) Database() string { return s.host }
+
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
 	return Stats{Retries: s.retries.Load(), Conflicts: s.conflicts.Load(), Swept: s.swept.Load()}
