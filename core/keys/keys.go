@@ -276,7 +276,11 @@ func (s *Set) Lookup(ctx context.Context, kid string) (*Key, error) {
 			err = fmt.Errorf("reloading signing keys: %w", err)
 		}
 		s.mu.Lock()
-		s.triedErr = err
+		if ctx.Err() == nil { // not this caller's own cancellation
+			s.triedErr = err
+		} else {
+			s.tried = time.Time{}
+		}
 		s.mu.Unlock()
 		if err != nil {
 			return nil, err

@@ -101,8 +101,11 @@ func (r *revocations) refresh(ctx context.Context) error {
 		return r.failed
 	}
 	if err := r.load(ctx); err != nil {
-		r.failed, r.failedAt = fmt.Errorf("%w: the revocation set cannot be refreshed: %w", storage.ErrUnavailable, err), now
-		return r.failed
+		err = fmt.Errorf("%w: the revocation set cannot be refreshed: %w", storage.ErrUnavailable, err)
+		if ctx.Err() == nil { // not this caller's own cancellation: answer it to the others too
+			r.failed, r.failedAt = err, now
+		}
+		return err
 	}
 	r.failed = nil
 	return nil

@@ -21,6 +21,9 @@ type flakyStore struct {
 
 func (s *flakyStore) View(ctx context.Context, fn func(storage.Txn) error) error {
 	s.views.Add(1)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if s.down.Load() {
 		return fmt.Errorf("pgstore: begin: %w: connection refused", storage.ErrUnavailable)
 	}
@@ -87,5 +90,16 @@ func TestRevocationsAcrossInstances(t *testing.T) {
 	}
 	if ok, err := revoked(); !ok || err != nil {
 		t.Errorf("store back: grant-1 revoked %v, %v; want true", ok, err)
+	}
+
+	// A check whose request was cancelled fails alone: the next one reads the store.
+	h.clock.Advance(RevocationMaxAge)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := other.Revoked(cancelled, "grant-2"); err == nil {
+		t.Errorf("a cancelled check past the bound: no error")
+	}
+	if ok, err := revoked(); !ok || err != nil {
+		t.Errorf("after a cancelled check: revoked %v, %v; want true (its failure is not answered to others)", ok, err)
 	}
 }
