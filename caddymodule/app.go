@@ -206,6 +206,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.keys, err = keys.Open(ctx, a.store, nil); err != nil {
 		return fmt.Errorf("loading signing keys: %w", err)
 	}
+	// Re-read the keys, so that a rotation by another instance sharing the store is
+	// published and used here within keys.ReloadInterval. ctx ends with this config
+	// generation (a reload starts a new one, with its own Set).
+	go a.keys.Watch(ctx, keys.ReloadInterval)
 	clients := make([]oidc.Client, len(a.Clients))
 	for i, c := range a.Clients {
 		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,

@@ -27,29 +27,35 @@ func adapt(t *testing.T, caddyfile string) (json.RawMessage, error) {
 	return parsed.Apps["palmgate"], nil
 }
 
-// TestCaddyfileGolden pins the global option grammar: every option, adapted to JSON.
+// TestCaddyfileGolden pins the global option grammar: every option, adapted to JSON
+// (full: the Badger store and every other option; postgres: `storage postgres` with
+// its options).
 func TestCaddyfileGolden(t *testing.T) {
-	in, err := os.ReadFile("testdata/full.caddyfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := adapt(t, string(in))
-	if err != nil {
-		t.Fatalf("adapting: %v", err)
-	}
-	want, err := os.ReadFile("testdata/full.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gotIndented, wantCompact bytes.Buffer
-	if err := json.Indent(&gotIndented, got, "", "\t"); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Compact(&wantCompact, want); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, wantCompact.Bytes()) {
-		t.Errorf("adapted palmgate app differs from testdata/full.json:\n%s", gotIndented.String())
+	for _, name := range []string{"full", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			in, err := os.ReadFile("testdata/" + name + ".caddyfile")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := adapt(t, string(in))
+			if err != nil {
+				t.Fatalf("adapting: %v", err)
+			}
+			want, err := os.ReadFile("testdata/" + name + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotIndented, wantCompact bytes.Buffer
+			if err := json.Indent(&gotIndented, got, "", "\t"); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Compact(&wantCompact, want); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, wantCompact.Bytes()) {
+				t.Errorf("adapted palmgate app differs from testdata/%s.json:\n%s", name, gotIndented.String())
+			}
+		})
 	}
 }
 
@@ -60,6 +66,14 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"bad duration", "registration_session_ttl banana", "registration_session_ttl"},
 		{"duration without value", "auth_code_ttl", "auth_code_ttl"},
 		{"storage backend", "storage redis /x", "storage"},
+		{"storage postgres without dsn", "storage postgres", "storage"},
+		{"storage postgres unknown option", "storage postgres postgres://db/p {\n\tpool_size 4\n}", "pool_size"},
+		{"storage postgres max_conns not a number", "storage postgres postgres://db/p {\n\tmax_conns many\n}", "max_conns"},
+		{"storage postgres max_conns zero", "storage postgres postgres://db/p {\n\tmax_conns 0\n}", "max_conns"},
+		{"storage postgres max_conns twice an argument", "storage postgres postgres://db/p {\n\tmax_conns 4 5\n}", "max_conns"},
+		{"storage postgres bad statement_timeout", "storage postgres postgres://db/p {\n\tstatement_timeout soon\n}", "statement_timeout"},
+		{"storage postgres bad connect_timeout", "storage postgres postgres://db/p {\n\tconnect_timeout\n}", "connect_timeout"},
+		{"storage badger with options", "storage badger /x {\n\tmax_conns 4\n}", "badger"},
 		{"attestor arity", "palm_attestor onlyname", "palm_attestor"},
 		{"rate limit count", "rate_limit many 1m", "rate_limit"},
 		{"rate limit window", "rate_limit 10 soon", "rate_limit"},

@@ -18,7 +18,10 @@ const maxTrackedClients = 100000
 
 // limiter bounds unauthenticated writes per client address (as Caddy determines it,
 // honouring the server's trusted_proxies; an IPv6 client by its /64): a token bucket
-// of `requests` refilled over `window`.
+// of `requests` refilled over `window`. The buckets live in this process: with
+// several instances behind a load balancer, a client may make up to `requests` per
+// window at each. It only refuses, so it never makes one instance accept what
+// another consumed or revoked.
 type limiter struct {
 	every  rate.Limit
 	burst  int

@@ -43,6 +43,13 @@ func (f *refusal) write(w http.ResponseWriter, logger *zap.Logger) {
 	if f.challenge != "" {
 		w.Header().Set("WWW-Authenticate", f.challenge)
 	}
+	if f.status == http.StatusServiceUnavailable {
+		d, ok := retryAfter(f.err)
+		if !ok {
+			d = storageRetryAfter
+		}
+		setRetryAfter(w, d)
+	}
 	writeJSON(w, f.status, f.body)
 }
 

@@ -23,7 +23,10 @@ const (
 )
 
 // cookieKey is the HMAC key of login cookies: random, once per process, so a
-// config reload keeps logins in flight and a restart simply ends them.
+// config reload keeps logins in flight and a restart simply ends them. With several
+// instances, a demo login whose callback reaches another instance fails ("Login
+// expired", 400): the cookie only carries the demo's own OAuth state, so
+// refusing it admits nothing. Pin /demo to one instance if that matters.
 var cookieKey = sync.OnceValue(func() []byte {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // never fails (crypto/rand)

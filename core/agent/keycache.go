@@ -14,6 +14,9 @@ const registeredKeysMax = 1 << 16
 // key index), so an entry never goes stale, whichever instance registered it; a
 // key not found is not remembered, as it may be registered at any time. When
 // full, an arbitrary entry makes room (Go's map iteration starts at random).
+// Staleness across instances: none that can admit anything wrong, since what it
+// remembers cannot change; a key registered by another instance is read from the
+// store on its first check here.
 type registeredKeys struct {
 	mu      sync.RWMutex
 	devices map[[ed25519.PublicKeySize]byte]string

@@ -147,7 +147,9 @@ func decodeRegistered(deviceID string, b []byte) (*Registered, error) {
 
 // leaderboardMaxAge bounds how long a cached leaderboard is answered without
 // reading the store. This instance's registrations drop the cache as soon as
-// they commit; the bound is for those of other instances sharing the store.
+// they commit; the bound is for those of other instances sharing the store: their
+// registrations show here within it. It is safe because the leaderboard decides
+// nothing (no request is admitted or refused on it); it only ranks.
 const leaderboardMaxAge = time.Second
 
 // maxCachedEncodings bounds the encodings kept per fill (one per limit asked), so

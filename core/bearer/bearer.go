@@ -27,6 +27,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/storage"
 )
 
 // TokenType is the `typ` of access tokens (RFC 9068).
@@ -48,9 +49,11 @@ type KeySource interface {
 	Key(ctx context.Context, kid string) (crypto.PublicKey, string, error)
 }
 
-// Revocations tells whether a grant (the `sid` of a token) was revoked.
+// Revocations tells whether a grant (the `sid` of a token) was revoked. It returns
+// an error when it cannot tell (its copy of the revocations is too old and cannot
+// be refreshed): the token is then neither admitted nor called invalid.
 type Revocations interface {
-	Revoked(grantID string) bool
+	Revoked(ctx context.Context, grantID string) (bool, error)
 }
 
 // Claims are the verified claims of an access token.
@@ -136,7 +139,8 @@ func NewVerifier(cfg Config) *Verifier {
 }
 
 // Verify checks token and returns its claims, or an error wrapping ErrInvalidToken,
-// or ErrIssuerUnavailable when the key is not cached and the issuer cannot be reached.
+// or ErrIssuerUnavailable when the key is not cached and the issuer cannot be reached,
+// or when the revocations cannot be checked (then also wrapping the store's error).
 func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	now := v.now()
 	key := v.cacheKey(token)
@@ -148,8 +152,16 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		}
 		v.cache.put(key, claims, now)
 	}
-	if v.revocations != nil && v.revocations.Revoked(claims.GrantID) {
-		return nil, fmt.Errorf("%w: the token was revoked", ErrInvalidToken)
+	// A cached token is checked too: the cache only saves the signature check, and a
+	// revocation made after the token was cached, on any instance, refuses it.
+	if v.revocations != nil {
+		revoked, err := v.revocations.Revoked(ctx, claims.GrantID)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrIssuerUnavailable, err)
+		}
+		if revoked {
+			return nil, fmt.Errorf("%w: the token was revoked", ErrInvalidToken)
+		}
 	}
 	return claims, nil
 }
@@ -203,6 +215,9 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 	if err != nil {
 		if errors.Is(keyErr, ErrIssuerUnavailable) {
 			return nil, keyErr
+		}
+		if errors.Is(keyErr, storage.ErrUnavailable) { // the issuer's own key set, its store down
+			return nil, fmt.Errorf("%w: %w", ErrIssuerUnavailable, keyErr)
 		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}

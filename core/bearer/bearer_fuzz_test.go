@@ -73,7 +73,9 @@ func storeFixedES256Key(tb testing.TB, store storage.Store) {
 // fuzzRevocations revokes one grant.
 type fuzzRevocations struct{}
 
-func (fuzzRevocations) Revoked(grantID string) bool { return grantID == fuzzRevokedGrant }
+func (fuzzRevocations) Revoked(_ context.Context, grantID string) (bool, error) {
+	return grantID == fuzzRevokedGrant, nil
+}
 
 // FuzzVerify: Verifier.Verify never panics; every refusal wraps ErrInvalidToken;
 // and an accepted token is ES256-signed by a key of the set (checked here with

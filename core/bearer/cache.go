@@ -8,6 +8,12 @@ import (
 
 // cache keeps verified claims by the SHA-256 of the token, until the token expires.
 // It is bounded: when full, an arbitrary entry gives way (expired ones first).
+//
+// Staleness across instances: none that matters. It remembers only that a string
+// was validly signed by one of the issuer's keys, which cannot change (keys are never
+// withdrawn before the tokens they signed expire); Verify checks the revocation set
+// on every use, cached or not, so a grant revoked on any instance refuses its cached
+// tokens within that set's bound.
 type cache struct {
 	mu      sync.RWMutex
 	max     int

@@ -71,15 +71,17 @@ type record struct {
 	Active    bool      `json:"active"`
 }
 
-// Set is the signing keys of the store, cached in memory.
+// Set is the signing keys of the store, cached in memory and re-read by Watch (every
+// ReloadInterval) and by Lookup (for an unknown key id).
 type Set struct {
 	store storage.Store
 	now   func() time.Time
 
-	mu     sync.RWMutex
-	active map[string]*Key
-	byKID  map[string]*Key
-	loaded time.Time
+	mu       sync.RWMutex
+	active   map[string]*Key
+	byKID    map[string]*Key
+	tried    time.Time // of the last reload for an unknown key id
+	triedErr error     // of that reload
 }
 
 // Open loads the key set, generating the active RS256 and ES256 keys on first start.
@@ -184,7 +186,7 @@ func (s *Set) Reload(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	s.active, s.byKID, s.loaded = active, byKID, s.now()
+	s.active, s.byKID, s.triedErr = active, byKID, nil
 	s.mu.Unlock()
 	return nil
 }
@@ -203,31 +205,91 @@ func (s *Set) ByID(kid string) *Key {
 	return s.byKID[kid]
 }
 
-// reloadInterval bounds how often an unknown key id reloads the keys from the store
-// (another instance may have rotated them).
-const reloadInterval = 10 * time.Second
+// ReloadInterval is how often Watch re-reads the keys from the store, so that a key
+// another instance sharing the store rotated in is published in the JWKS, accepted
+// and, once active, used for signing here within that time.
+const ReloadInterval = 2 * time.Second
 
-// Key returns the public key with id kid and its algorithm, reloading the set from
-// the store (at most once per reloadInterval) when kid is unknown.
+// unknownKIDReload bounds how often an unknown key id reloads the keys from the store
+// (another instance may have rotated them a moment ago): a flood of tokens with made
+// up key ids costs at most one store read per interval.
+const unknownKIDReload = time.Second
+
+// ErrUnknownKey is returned (wrapped) by Key and Lookup for a key id that is not in
+// the store.
+var ErrUnknownKey = errors.New("unknown signing key")
+
+// Watch re-reads the keys from the store every interval until ctx is done. The
+// cache it refreshes allows a key rotated in by another instance to be unknown here
+// for at most interval (plus one store read); that is safe because a new key only
+// adds what is accepted (every key stays published until deleted, and none is), and
+// an unknown key id reloads at once (Lookup). A failed read keeps the keys loaded
+// before: they are the same keys, the store being their only source.
+func (s *Set) Watch(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, interval)
+			_ = s.Reload(rctx) // retried at the next tick
+			cancel()
+		}
+	}
+}
+
+// Key returns the public key with id kid and its algorithm (see Lookup).
 func (s *Set) Key(ctx context.Context, kid string) (crypto.PublicKey, string, error) {
+	k, err := s.Lookup(ctx, kid)
+	if err != nil {
+		return nil, "", err
+	}
+	return k.Public(), k.Algorithm, nil
+}
+
+// Lookup returns the key with id kid, reloading the set from the store (at most once
+// per unknownKIDReload) when kid is unknown. A failed reload is returned as is (a
+// store error, storage.ErrUnavailable when the database is down), so that a token
+// signed by a key this instance has not seen yet is answered "retry later" rather
+// than "invalid".
+func (s *Set) Lookup(ctx context.Context, kid string) (*Key, error) {
 	if k := s.ByID(kid); k != nil {
-		return k.Public(), k.Algorithm, nil
+		return k, nil
 	}
 	s.mu.Lock()
-	stale := s.now().Sub(s.loaded) >= reloadInterval
+	now := s.now()
+	stale := now.Sub(s.tried) >= unknownKIDReload || now.Before(s.tried)
+	lastErr := s.triedErr
 	if stale {
-		s.loaded = s.now()
+		s.tried = now
 	}
 	s.mu.Unlock()
+	if !stale && lastErr != nil {
+		// The last reload failed: this key may be a new one we cannot see yet.
+		return nil, lastErr
+	}
 	if stale {
-		if err := s.Reload(ctx); err != nil {
-			return nil, "", err
+		err := s.Reload(ctx)
+		if err != nil {
+			err = fmt.Errorf("reloading signing keys: %w", err)
+		}
+		s.mu.Lock()
+		if ctx.Err() == nil { // not this caller's own cancellation
+			s.triedErr = err
+		} else {
+			s.tried = time.Time{}
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
 		if k := s.ByID(kid); k != nil {
-			return k.Public(), k.Algorithm, nil
+			return k, nil
 		}
 	}
-	return nil, "", fmt.Errorf("unknown signing key %q", kid)
+	return nil, fmt.Errorf("%w %q", ErrUnknownKey, kid)
 }
 
 // Sign signs claims with the active key of alg, with the given `typ` header. An

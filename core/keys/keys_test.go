@@ -7,6 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -300,5 +301,52 @@ func assertAgree(t *testing.T, store storage.Store, sets []*Set) {
 				}
 			}
 		}
+	}
+}
+
+// TestRotationSeenByAnotherInstance: a key rotated in by one Set (instance) is found
+// by another on the same store at once when a token names it (Lookup), and published
+// by Watch within its interval when none does.
+func TestRotationSeenByAnotherInstance(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	a, b := openSet(t, store), openSet(t, store)
+	ctx := context.Background()
+
+	k, err := a.Rotate(ctx, ES256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.ByID(k.ID) != nil {
+		t.Fatal("b knows the new key before reading the store: the test proves nothing")
+	}
+	got, err := b.Lookup(ctx, k.ID)
+	if err != nil || got.ID != k.ID || !got.Active {
+		t.Fatalf("b.Lookup(new kid) = %v, %v; want the new active key", got, err)
+	}
+	// An unknown kid again within unknownKIDReload reads nothing more.
+	if _, err := b.Lookup(ctx, "made-up"); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("b.Lookup(made-up) = %v, want ErrUnknownKey", err)
+	}
+
+	k2, err := a.Rotate(ctx, RS256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go b.Watch(wctx, 20*time.Millisecond)
+	deadline := time.Now().Add(2 * time.Second)
+	for b.Active(RS256) == nil || b.Active(RS256).ID != k2.ID {
+		if time.Now().After(deadline) {
+			t.Fatalf("b's Watch did not pick up the RS256 key rotated in by a")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	found := false
+	for _, j := range b.JWKS() {
+		found = found || j.KeyID == k2.ID
+	}
+	if !found {
+		t.Errorf("b's JWKS lacks %s after Watch reloaded it", k2.ID)
 	}
 }

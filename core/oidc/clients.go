@@ -38,7 +38,10 @@ type client struct {
 	resources    []string
 }
 
-// clients holds the registered clients with hashed secrets.
+// clients holds the registered clients with hashed secrets. They come from the
+// config, not the store: with several instances, each holds the clients of its own
+// config, so every instance must run the same client blocks (a client known to one
+// instance only is unknown to the others).
 type clients struct {
 	macKey   []byte
 	byID     map[string]*client

@@ -63,7 +63,9 @@ func (s *Service) Introspect(ctx context.Context, clientID, token string) (*Intr
 // token of a live family, or nils.
 func (s *Service) activeRefresh(ctx context.Context, token string) (*refreshClaims, *grant, error) {
 	var rc refreshClaims
-	if _, err := s.refreshParser.ParseWithClaims(token, &rc, s.keyFunc(TypeRefreshToken)); err != nil || rc.GrantID == "" {
+	if _, err := s.refreshParser.ParseWithClaims(token, &rc, s.keyFunc(ctx, TypeRefreshToken)); unavailableKey(err) {
+		return nil, nil, err
+	} else if err != nil || rc.GrantID == "" {
 		return nil, nil, nil
 	}
 	var g *grant
@@ -99,7 +101,9 @@ func (s *Service) Revoke(ctx context.Context, clientID, token string) error {
 		return err
 	} else {
 		var rc refreshClaims
-		if _, err := s.refreshParser.ParseWithClaims(token, &rc, s.keyFunc(TypeRefreshToken)); err != nil || rc.GrantID == "" {
+		if _, err := s.refreshParser.ParseWithClaims(token, &rc, s.keyFunc(ctx, TypeRefreshToken)); unavailableKey(err) {
+			return err
+		} else if err != nil || rc.GrantID == "" {
 			return nil
 		}
 		grantID, owner = rc.GrantID, rc.ClientID

@@ -137,6 +137,9 @@ const argon2Slots = 2
 // verifier checks presented secrets against secret hashes. A successful argon2id
 // verification is remembered by an HMAC (under the per-process key) of client id
 // and secret, so its cost is paid once per distinct secret, not per token request.
+// Staleness across instances: none. It remembers that a secret matches a hash of
+// this process's config (a new config generation builds a new verifier), which
+// nothing in the store can change.
 type verifier struct {
 	macKey []byte
 	slots  chan struct{}

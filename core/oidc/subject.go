@@ -24,7 +24,9 @@ func PairwiseSubject(secret []byte, sector, humanID string) string {
 }
 
 // loadPairwiseSecret returns the configured secret, or the one stored on first start
-// (generated then; concurrent first starts agree on one).
+// (generated then). Concurrent first starts of several instances agree on one: the
+// read and the write are one transaction, and the store runs the loser again (a
+// conflict), which then reads the winner's secret. Loaded once: it never changes.
 func loadPairwiseSecret(ctx context.Context, store storage.Store, configured string) ([]byte, error) {
 	if configured != "" {
 		return []byte(configured), nil

@@ -289,7 +289,10 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 		return nil, oauthError(ErrInvalidRequest, "refresh_token is required")
 	}
 	var claims refreshClaims
-	_, err := s.refreshParser.ParseWithClaims(refreshToken, &claims, s.keyFunc(TypeRefreshToken))
+	_, err := s.refreshParser.ParseWithClaims(refreshToken, &claims, s.keyFunc(ctx, TypeRefreshToken))
+	if unavailableKey(err) {
+		return nil, err
+	}
 	if err != nil || claims.ID == "" || claims.GrantID == "" {
 		return nil, oauthError(ErrInvalidGrant, "invalid refresh token")
 	}
