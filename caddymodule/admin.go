@@ -56,7 +56,7 @@ func stats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := storage.CountByKind(r.Context(), app.store)
+	counts, err := storage.CountByKind(r.Context(), app.Store())
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}
@@ -72,7 +72,7 @@ func rotateKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	set := app.keys
+	set := app.Keys()
 	kids := map[string]string{}
 	for _, alg := range []string{keys.RS256, keys.ES256} {
 		k, err := set.Rotate(r.Context(), alg)

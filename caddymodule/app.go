@@ -1,6 +1,8 @@
-// Package caddymodule plugs palmgate into Caddy: the `palmgate` app (global option),
-// the `palmgate` HTTP handler, their Caddyfile parsing and the HTTP edge of the
-// domain services. It only translates between Caddy and core/.
+// Package caddymodule plugs palmgate into Caddy: the `palmgate` app (global option:
+// config, the pooled store, the wiring of the core services and of the HTTP edge),
+// the `palmgate` handler (which hands requests to the edge), the `palmgate_bearer`
+// middleware, the admin API routes, the CLI commands and their Caddyfile parsing.
+// It only translates between Caddy and core/ and edge/.
 package caddymodule
 
 import (
@@ -14,12 +16,14 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/agent"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/edge"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -104,8 +108,7 @@ type App struct {
 	agents   *agent.Service
 	keys     *keys.Set
 	oidc     *oidc.Service
-	mux      *http.ServeMux
-	limiter  *limiter
+	edge     *edge.Server
 	logger   *zap.Logger
 }
 
@@ -225,8 +228,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	a.limiter = newLimiter(a.RateLimit)
-	a.mux = a.routes()
+	a.edge = edge.New(edge.Config{
+		Issuer: a.Issuer, Palm: a.palm, Agents: a.agents, OIDC: a.oidc, Keys: a.keys,
+		RateLimit: edge.RateLimit{Off: a.RateLimit.Off, Requests: a.RateLimit.Requests, Window: time.Duration(a.RateLimit.Window)},
+		ClientIP:  clientIP,
+		Logger:    a.logger,
+	})
 	if a.Dev {
 		a.logger.Warn("palmgate dev mode: palm scans can be simulated; never use it in production")
 	}
@@ -400,15 +407,13 @@ func (a *App) Cleanup() error {
 	return err
 }
 
-// ServeHTTP serves palmgate's own routes. A path with dot segments or empty segments
-// is no endpoint (404): http.ServeMux would answer it with an HTML redirect to its
-// cleaned form, which for /v1/x/../../y leads out of the API.
-func (a *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p := r.URL.EscapedPath(); p != cleanPath(p) {
-		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
-		return
+// clientIP is the client address Caddy determined for the request (honouring the
+// server's trusted_proxies).
+func clientIP(r *http.Request) string {
+	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
+		return ip
 	}
-	a.mux.ServeHTTP(w, r)
+	return edge.RemoteIP(r)
 }
 
 // Interface guards

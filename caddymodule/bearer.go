@@ -18,6 +18,7 @@ import (
 	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/edge"
 )
 
 func init() {
@@ -89,7 +90,7 @@ func (Bearer) CaddyModule() caddy.ModuleInfo {
 func (b *Bearer) Provision(ctx caddy.Context) error {
 	b.logger = ctx.Logger()
 	if b.Realm == "" {
-		b.Realm = realm
+		b.Realm = edge.Realm
 	}
 	if b.Issuer == "" {
 		app, err := ctx.AppIfConfigured("palmgate")
@@ -103,12 +104,12 @@ func (b *Bearer) Provision(ctx caddy.Context) error {
 		if b.CacheSize == 0 {
 			// One cache for the whole issuer: userinfo, /oauth2/check and every
 			// route, primed with the tokens this instance issues.
-			b.verifier = pg.oidc.AccessVerifier()
+			b.verifier = pg.OIDC().AccessVerifier()
 			return nil
 		}
 		b.verifier = bearer.NewVerifier(bearer.Config{
-			Issuer: pg.oidc.Issuer(), Algorithm: keys.ES256, Keys: pg.keys,
-			Revocations: pg.oidc.Revocations(), CacheSize: b.CacheSize,
+			Issuer: pg.OIDC().Issuer(), Algorithm: keys.ES256, Keys: pg.Keys(),
+			Revocations: pg.OIDC().Revocations(), CacheSize: b.CacheSize,
 		})
 		return nil
 	}
@@ -136,17 +137,23 @@ func validateRemoteIssuer(issuer string) error {
 	return nil
 }
 
-// ServeHTTP admits requests with a valid token and refuses the others.
+// ServeHTTP admits requests with a valid token and refuses the others: it sets the
+// RFC 6750 challenge (and Retry-After on a 503) and returns the refusal as a
+// caddyhttp.Error, as caddyauth does, so that handle_errors can shape the answer
+// and the access log records it.
 func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	claims, refusal := b.check(r)
 	if refusal != nil {
-		refusal.write(w, b.logger)
-		return nil
+		if refusal.Status >= 500 {
+			b.logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(refusal.Err))
+		}
+		refusal.SetHeaders(w.Header())
+		return caddyhttp.Error(refusal.Status, refusal)
 	}
 	if b.StripToken {
 		r.Header.Del("Authorization")
 	}
-	setIdentityHeaders(r.Header, claims)
+	edge.SetIdentityHeaders(r.Header, claims)
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	repl.Set("http.auth.user.id", claims.Subject)
 	repl.Set("http.auth.user.scope", claims.Scope)
@@ -156,24 +163,21 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 
 // check verifies the token, then its audience (a token for another resource is
 // invalid here, whatever its scopes), then the scopes.
-func (b *Bearer) check(r *http.Request) (*bearer.Claims, *refusal) {
+func (b *Bearer) check(r *http.Request) (*bearer.Claims, *edge.Refusal) {
 	if b.Audience == "" {
-		return checkBearer(r, b.verifier, b.Scopes, b.Realm)
+		return edge.CheckBearer(r, b.verifier, b.Scopes, b.Realm)
 	}
-	claims, refused := checkBearer(r, b.verifier, nil, b.Realm)
+	claims, refused := edge.CheckBearer(r, b.verifier, nil, b.Realm)
 	if refused != nil {
 		return nil, refused
 	}
 	if !claims.HasAudience(b.Audience) {
-		const desc = "the access token was issued for another audience"
-		return nil, &refusal{status: http.StatusUnauthorized,
-			challenge: `Bearer realm="` + b.Realm + `", error="invalid_token", error_description="` + desc + `"`,
-			body:      oauthErrorBody{Error: "invalid_token", Description: desc}}
+		return nil, edge.AudienceRefusal(b.Realm)
 	}
 	if len(b.Scopes) == 0 {
 		return claims, nil
 	}
-	return checkBearer(r, b.verifier, b.Scopes, b.Realm) // a cache hit: the token was just verified
+	return edge.CheckBearer(r, b.verifier, b.Scopes, b.Realm) // a cache hit: the token was just verified
 }
 
 // UnmarshalCaddyfile sets up the middleware:

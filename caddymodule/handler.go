@@ -3,12 +3,13 @@ package caddymodule
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/palmgate/palmgate/edge"
 )
 
 func init() {
@@ -56,20 +57,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 // ServeHTTP serves palmgate's paths and passes the others on.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if !ownsPath(r.URL.Path) {
+	if !edge.OwnsPath(r.URL.Path) {
 		return next.ServeHTTP(w, r)
 	}
-	h.app.ServeHTTP(w, r)
+	h.app.Edge().ServeHTTP(w, r)
 	return nil
-}
-
-func ownsPath(p string) bool {
-	for _, prefix := range []string{"/v1", "/oauth2"} {
-		if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
-			return true
-		}
-	}
-	return false
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens:

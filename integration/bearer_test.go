@@ -103,19 +103,32 @@ func (p proxied) expectAdmitted(t *testing.T, tok tokenSet, authorization string
 	}
 }
 
-// expectRefused checks a refusal (expectRefusal) that never reached the upstream.
+// expectRefused checks a refusal of palmgate_bearer that never reached the
+// upstream. The middleware returns its refusal to Caddy as an HTTP error (as
+// caddyauth does), so that handle_errors can shape it and the access log records
+// it: without handle_errors the body is Caddy's default, empty, and the status,
+// the challenge and Retry-After say it all (expectChallenge).
 func (p proxied) expectRefused(t *testing.T, status int, realm, code, scope string) {
 	t.Helper()
 	if p.seen != nil {
 		t.Errorf("%s: the upstream was called for a refused request", p.Request)
 	}
-	expectRefusal(t, p.Response, status, realm, code, scope)
+	r := p.Response
+	if r.Status != status {
+		t.Errorf("%s: status %d, want %d (%s)\nbody: %s", r.Request, r.Status, status, code, testserver.Snippet(r.Body))
+	}
+	if len(r.Body) != 0 {
+		t.Errorf("%s: body %s, want Caddy's empty error body", r.Request, testserver.Snippet(r.Body))
+	}
+	if status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") == "" {
+		t.Errorf("%s: a 503 without Retry-After", r.Request)
+	}
+	expectChallenge(t, r, status, realm, code, scope)
 }
 
-// expectRefusal checks an RFC 6750 refusal: the status, a JSON body
-// {"error","error_description"} and, for 401 and 403, one Bearer challenge of
-// realm: without an error when code is "" (no token sent), else with error code,
-// an error_description for invalid_token and scope for insufficient_scope.
+// expectRefusal checks an RFC 6750 refusal of palmgate's own endpoints
+// (/oauth2/userinfo, /oauth2/check): the status, a JSON body
+// {"error","error_description"} and the challenge (expectChallenge).
 func expectRefusal(t *testing.T, r *testserver.Response, status int, realm, code, scope string) {
 	t.Helper()
 	if r.Status != status {
@@ -128,6 +141,15 @@ func expectRefusal(t *testing.T, r *testserver.Response, status int, realm, code
 	if err := json.Unmarshal(r.Body, &m); err != nil || str(m["error"]) == "" || str(m["error_description"]) == "" || (code != "" && str(m["error"]) != code) {
 		t.Errorf("%s: body %s, want {\"error\":%q,\"error_description\":...}", r.Request, testserver.Snippet(r.Body), code)
 	}
+	expectChallenge(t, r, status, realm, code, scope)
+}
+
+// expectChallenge checks the WWW-Authenticate of a refusal: for 401 and 403 one
+// Bearer challenge of realm: without an error when code is "" (no token sent),
+// else with error code, an error_description for invalid_token and scope for
+// insufficient_scope; on a 5xx none calling the token invalid.
+func expectChallenge(t *testing.T, r *testserver.Response, status int, realm, code, scope string) {
+	t.Helper()
 	h := r.Header.Values("WWW-Authenticate")
 	if status >= 500 {
 		if len(h) > 0 && strings.Contains(h[0], "invalid_token") {

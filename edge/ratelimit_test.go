@@ -1,11 +1,9 @@
-package caddymodule
+package edge
 
 import (
 	"net/http/httptest"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
 )
 
 // TestAddressKey: an IPv6 client is its /64 (a subscriber gets a whole /64, so
@@ -28,7 +26,7 @@ func TestAddressKey(t *testing.T) {
 // TestLimiterPerSlash64: two addresses of one IPv6 /64 share a bucket; another
 // /64 has its own.
 func TestLimiterPerSlash64(t *testing.T) {
-	l := newLimiter(&RateLimit{Requests: 2, Window: caddy.Duration(time.Hour)})
+	l := newLimiter(RateLimit{Requests: 2, Window: time.Hour}, nil)
 	from := func(addr string) bool {
 		r := httptest.NewRequest("POST", "/v1/agent/register/init", nil)
 		r.RemoteAddr = addr

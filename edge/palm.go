@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"net/http"
@@ -13,44 +13,44 @@ type palmStatus struct {
 
 // handlePalmChallenge answers the mobile app that opened a scan URL: the challenge
 // and what the person is asked to approve. A wrong nonce is a 404.
-func (a *App) handlePalmChallenge(w http.ResponseWriter, r *http.Request) {
-	c, err := a.palm.Lookup(r.Context(), r.PathValue("challengeId"), r.URL.Query().Get("nonce"))
+func (s *Server) handlePalmChallenge(w http.ResponseWriter, r *http.Request) {
+	c, err := s.palm.Lookup(r.Context(), r.PathValue("challengeId"), r.URL.Query().Get("nonce"))
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
 }
 
-func (a *App) handlePalmAssertion(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePalmAssertion(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Assertion string `json:"assertion"`
 	}
 	if err := decodeJSON(w, r, &body); err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
-	c, err := a.palm.Complete(r.Context(), r.PathValue("challengeId"), body.Assertion)
-	a.answerPalm(w, r, c, err)
+	c, err := s.palm.Complete(r.Context(), r.PathValue("challengeId"), body.Assertion)
+	s.answerPalm(w, r, c, err)
 }
 
-func (a *App) handlePalmDeny(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePalmDeny(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Nonce string `json:"nonce"`
 	}
 	if err := decodeJSON(w, r, &body); err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
-	c, err := a.palm.Deny(r.Context(), r.PathValue("challengeId"), body.Nonce)
-	a.answerPalm(w, r, c, err)
+	c, err := s.palm.Deny(r.Context(), r.PathValue("challengeId"), body.Nonce)
+	s.answerPalm(w, r, c, err)
 }
 
 // handlePalmDevScan completes a challenge as if the palm engine had recognised the
 // given palm subject. Without dev mode the route does not exist (404).
-func (a *App) handlePalmDevScan(w http.ResponseWriter, r *http.Request) {
-	if !a.palm.Dev() {
-		a.writeError(w, r, palm.ErrNoDevAttestor)
+func (s *Server) handlePalmDevScan(w http.ResponseWriter, r *http.Request) {
+	if !s.palm.Dev() {
+		s.writeError(w, r, palm.ErrNoDevAttestor)
 		return
 	}
 	var body struct {
@@ -58,16 +58,16 @@ func (a *App) handlePalmDevScan(w http.ResponseWriter, r *http.Request) {
 		PalmSubject string `json:"palmSubject"`
 	}
 	if err := decodeJSON(w, r, &body); err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
-	c, err := a.palm.DevScan(r.Context(), r.PathValue("challengeId"), body.Nonce, body.PalmSubject)
-	a.answerPalm(w, r, c, err)
+	c, err := s.palm.DevScan(r.Context(), r.PathValue("challengeId"), body.Nonce, body.PalmSubject)
+	s.answerPalm(w, r, c, err)
 }
 
-func (a *App) answerPalm(w http.ResponseWriter, r *http.Request, c *palm.Challenge, err error) {
+func (s *Server) answerPalm(w http.ResponseWriter, r *http.Request, c *palm.Challenge, err error) {
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, palmStatus{Status: c.Status})

@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"math"
@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"golang.org/x/time/rate"
 )
 
@@ -16,16 +15,17 @@ import (
 // are forgotten first, and if none is idle the new client shares a common bucket.
 const maxTrackedClients = 100000
 
-// limiter bounds unauthenticated writes per client address (as Caddy determines it,
-// honouring the server's trusted_proxies; an IPv6 client by its /64): a token bucket
+// limiter bounds unauthenticated writes per client address (as the server's ClientIP
+// determines it: Caddy's, honouring trusted_proxies; an IPv6 client by its /64): a token bucket
 // of `requests` refilled over `window`. The buckets live in this process: with
 // several instances behind a load balancer, a client may make up to `requests` per
 // window at each. It only refuses, so it never makes one instance accept what
 // another consumed or revoked.
 type limiter struct {
-	every  rate.Limit
-	burst  int
-	window time.Duration
+	every    rate.Limit
+	burst    int
+	window   time.Duration
+	clientIP func(*http.Request) string
 
 	mu       sync.Mutex
 	clients  map[string]*client
@@ -38,14 +38,24 @@ type client struct {
 	lastSeen time.Time
 }
 
-func newLimiter(cfg *RateLimit) *limiter {
-	if cfg == nil || cfg.Off {
+// RateLimit bounds unauthenticated writes per client address: Requests per Window.
+type RateLimit struct {
+	Off      bool
+	Requests int
+	Window   time.Duration
+}
+
+func newLimiter(cfg RateLimit, clientIP func(*http.Request) string) *limiter {
+	if cfg.Off || cfg.Requests < 1 || cfg.Window <= 0 {
 		return nil
 	}
-	window := time.Duration(cfg.Window)
+	if clientIP == nil {
+		clientIP = RemoteIP
+	}
+	window := cfg.Window
 	every := rate.Limit(float64(cfg.Requests) / window.Seconds())
 	return &limiter{
-		every: every, burst: cfg.Requests, window: window,
+		every: every, burst: cfg.Requests, window: window, clientIP: clientIP,
 		clients:  map[string]*client{},
 		overflow: rate.NewLimiter(every*100, cfg.Requests*100),
 	}
@@ -53,7 +63,7 @@ func newLimiter(cfg *RateLimit) *limiter {
 
 // bucket returns the client's bucket.
 func (l *limiter) bucket(r *http.Request, now time.Time) *rate.Limiter {
-	ip := addressKey(clientIP(r))
+	ip := addressKey(l.clientIP(r))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.After(l.sweepAt) {
@@ -126,14 +136,12 @@ func (l *limiter) address(r *http.Request) string {
 	if l == nil {
 		return ""
 	}
-	return addressKey(clientIP(r))
+	return addressKey(l.clientIP(r))
 }
 
-// clientIP is the client address Caddy determined for the request.
-func clientIP(r *http.Request) string {
-	if ip, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok && ip != "" {
-		return ip
-	}
+// RemoteIP is the address of the request's peer, the ClientIP of a server that
+// trusts no proxy.
+func RemoteIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
@@ -142,9 +150,9 @@ func clientIP(r *http.Request) string {
 }
 
 // limited wraps a handler of unauthenticated writes with the rate limit.
-func (a *App) limited(h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) limited(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if a.limiter.allow(w, r) {
+		if s.limiter.allow(w, r) {
 			h(w, r)
 		}
 	}

@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"bytes"
@@ -8,10 +8,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
-	"path"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -73,52 +70,11 @@ func retryAfter(err error) (time.Duration, bool) {
 
 // setRetryAfter sets Retry-After to d in whole seconds, at least one.
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {
-	w.Header().Set("Retry-After", strconv.Itoa(int(max(math.Ceil(d.Seconds()), 1))))
+	w.Header().Set("Retry-After", retryAfterValue(d))
 }
 
-// routes builds the mux of palmgate's paths. Each path answers 405 with an Allow
-// header for the methods it does not serve, and unknown paths answer 404, both with
-// the JSON error body.
-func (a *App) routes() *http.ServeMux {
-	mux := http.NewServeMux()
-	route := func(path string, methods map[string]http.HandlerFunc) {
-		allowed := make([]string, 0, len(methods))
-		for m, h := range methods {
-			mux.HandleFunc(m+" "+path, h)
-			allowed = append(allowed, m)
-		}
-		sort.Strings(allowed)
-		allow := strings.Join(allowed, ", ")
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", allow)
-			writeJSON(w, http.StatusMethodNotAllowed, &apiError{Message: r.Method + " is not allowed here; use " + allow, Code: codeMethodNotAllowed})
-		})
-	}
-	route("/v1/agent/register/init", map[string]http.HandlerFunc{"POST": a.limited(a.handleRegisterInit)})
-	route("/v1/agent/register/{sessionId}/status", map[string]http.HandlerFunc{"GET": a.handleRegisterStatus})
-	route("/v1/agent/register/{sessionId}/verify", map[string]http.HandlerFunc{"GET": a.handleRegisterPage})
-	route("/v1/agent/verify/signature", map[string]http.HandlerFunc{"POST": a.handleVerifySignature})
-	route("/v1/agent/verify/device/{deviceId}", map[string]http.HandlerFunc{"GET": a.handleLookupDevice})
-	route("/v1/agent/verify/public-key/{publicKey}", map[string]http.HandlerFunc{"GET": a.handleLookupPublicKey})
-	route("/v1/human/leaderboard", map[string]http.HandlerFunc{"GET": a.handleLeaderboard})
-	route("/v1/palm/challenges/{challengeId}", map[string]http.HandlerFunc{"GET": a.handlePalmChallenge})
-	route("/v1/palm/challenges/{challengeId}/assertion", map[string]http.HandlerFunc{"POST": a.limited(a.handlePalmAssertion)})
-	route("/v1/palm/challenges/{challengeId}/deny", map[string]http.HandlerFunc{"POST": a.limited(a.handlePalmDeny)})
-	route("/v1/palm/challenges/{challengeId}/dev-scan", map[string]http.HandlerFunc{"POST": a.limited(a.handlePalmDevScan)})
-	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": a.limited(a.handleAuthorize), "POST": a.limited(a.handleAuthorize)})
-	route("/oauth2/verify", map[string]http.HandlerFunc{"GET": a.handleLoginPage})
-	route("/oauth2/token", map[string]http.HandlerFunc{"POST": a.handleToken})
-	route("/oauth2/userinfo", map[string]http.HandlerFunc{"GET": a.handleUserinfo, "POST": a.handleUserinfo})
-	route("/oauth2/.well-known/openid-configuration", map[string]http.HandlerFunc{"GET": a.handleDiscovery})
-	route("/oauth2/jwks", map[string]http.HandlerFunc{"GET": a.handleJWKS})
-	route("/oauth2/introspect", map[string]http.HandlerFunc{"POST": a.handleIntrospect})
-	route("/oauth2/revoke", map[string]http.HandlerFunc{"POST": a.handleRevoke})
-	mux.HandleFunc("/oauth2/check", a.handleCheck)
-	mux.HandleFunc("/oauth2/check/", a.handleCheck) // gateways that append the original path (Envoy ext_authz)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
-	})
-	return mux
+func retryAfterValue(d time.Duration) string {
+	return strconv.Itoa(int(max(math.Ceil(d.Seconds()), 1)))
 }
 
 // readJSON reads a bounded application/json body into v (or, with v nil, returns it).
@@ -144,22 +100,6 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 		return nil, &apiError{Status: http.StatusBadRequest, Message: "body is not a JSON object", Code: agent.CodeInvalidBody}
 	}
 	return body, nil
-}
-
-// cleanPath is the canonical form of a URL path, as http.ServeMux computes it:
-// no dot segments, no empty segments, the trailing slash kept.
-func cleanPath(p string) string {
-	if p == "" {
-		return "/"
-	}
-	if p[0] != '/' {
-		p = "/" + p
-	}
-	np := path.Clean(p)
-	if p[len(p)-1] == '/' && np != "/" {
-		np += "/"
-	}
-	return np
 }
 
 // decodeJSON reads a bounded JSON body into v, a pointer to a struct. Keys match
@@ -192,7 +132,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError answers err with its status and the JSON error body. Errors that are
 // not the client's are logged and answered 500 without detail.
-func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		// The client went away: nobody reads the answer, and it is not a fault.
 		writeJSON(w, statusClientClosedRequest, &apiError{Message: "client closed the request", Code: codeClientClosed})
@@ -201,15 +141,15 @@ func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if d, ok := retryAfter(err); ok {
 		setRetryAfter(w, d)
 	}
-	e := a.errorFor(err)
+	e := s.errorFor(err)
 	if e.Status == http.StatusInternalServerError {
-		a.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		s.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 	}
 	writeJSON(w, e.Status, e)
 }
 
 // errorFor maps domain errors to HTTP: the one place that knows both.
-func (a *App) errorFor(err error) *apiError {
+func (s *Server) errorFor(err error) *apiError {
 	var e *apiError
 	if errors.As(err, &e) {
 		return e

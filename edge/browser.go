@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"crypto/rand"
@@ -18,22 +18,22 @@ import (
 
 // loginCookieName is the cookie of login id: `__Host-` prefixed on an https
 // issuer, so that no other host or path can set it.
-func (a *App) loginCookieName(id string) string {
+func (s *Server) loginCookieName(id string) string {
 	if len(id) > 12 {
 		id = id[:12] // 48 random bits of the uuid: unique among one browser's logins
 	}
-	if a.secureCookies() {
+	if s.secureCookies() {
 		return "__Host-palmgate_login_" + id
 	}
 	return "palmgate_login_" + id
 }
 
-func (a *App) secureCookies() bool { return strings.HasPrefix(a.Issuer, "https://") }
+func (s *Server) secureCookies() bool { return strings.HasPrefix(s.issuer, "https://") }
 
 // loginBinding returns the binding secret the browser holds for login id, or ""
 // when it sent none of the right form.
-func (a *App) loginBinding(r *http.Request, id string) string {
-	c, err := r.Cookie(a.loginCookieName(id))
+func (s *Server) loginBinding(r *http.Request, id string) string {
+	c, err := r.Cookie(s.loginCookieName(id))
 	if err != nil || len(c.Value) != 43 {
 		return ""
 	}
@@ -54,16 +54,16 @@ func newBinding() (string, error) {
 
 // setLoginCookie gives the browser the binding of login id for maxAge seconds
 // (-1 clears it).
-func (a *App) setLoginCookie(w http.ResponseWriter, id, binding string, maxAge int) {
+func (s *Server) setLoginCookie(w http.ResponseWriter, id, binding string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
-		Name: a.loginCookieName(id), Value: binding, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, Secure: a.secureCookies(), SameSite: http.SameSiteLaxMode,
+		Name: s.loginCookieName(id), Value: binding, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: s.secureCookies(), SameSite: http.SameSiteLaxMode,
 	})
 }
 
 // browserOf describes the browser of r for the person's app.
-func browserOf(r *http.Request, binding string) oidc.Browser {
-	return oidc.Browser{Binding: binding, IP: clientIP(r), Summary: userAgentSummary(r.UserAgent())}
+func (s *Server) browserOf(r *http.Request, binding string) oidc.Browser {
+	return oidc.Browser{Binding: binding, IP: s.clientIP(r), Summary: userAgentSummary(r.UserAgent())}
 }
 
 // userAgentSummary says in a few words what browser and system a User-Agent

@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"encoding/json"
@@ -18,8 +18,8 @@ import (
 	"github.com/palmgate/palmgate/core/palm"
 )
 
-// realm names palmgate in WWW-Authenticate challenges.
-const realm = "palmgate"
+// Realm names palmgate in WWW-Authenticate challenges.
+const Realm = "palmgate"
 
 // oauthErrorBody is the RFC 6749 error body.
 type oauthErrorBody struct {
@@ -29,7 +29,7 @@ type oauthErrorBody struct {
 
 // writeOAuthError answers an OAuth error: a redirect when it carries a redirect_uri,
 // otherwise JSON with 401 for client authentication and 400 for the rest.
-func (a *App) writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *apiError
 	if errors.As(err, &tooLarge) {
 		writeJSON(w, tooLarge.Status, oauthErrorBody{Error: oidc.ErrInvalidRequest, Description: tooLarge.Message})
@@ -37,7 +37,7 @@ func (a *App) writeOAuthError(w http.ResponseWriter, r *http.Request, err error)
 	}
 	if d, ok := retryAfter(err); ok {
 		setRetryAfter(w, d)
-		writeJSON(w, http.StatusServiceUnavailable, oauthErrorBody{Error: "temporarily_unavailable", Description: a.errorFor(err).Message})
+		writeJSON(w, http.StatusServiceUnavailable, oauthErrorBody{Error: "temporarily_unavailable", Description: s.errorFor(err).Message})
 		return
 	}
 	switch {
@@ -47,7 +47,7 @@ func (a *App) writeOAuthError(w http.ResponseWriter, r *http.Request, err error)
 	}
 	var oe *oidc.Error
 	if !errors.As(err, &oe) {
-		a.logger.Error("palmgate oauth request failed", zap.String("path", r.URL.Path), zap.Error(err))
+		s.logger.Error("palmgate oauth request failed", zap.String("path", r.URL.Path), zap.Error(err))
 		writeJSON(w, http.StatusInternalServerError, oauthErrorBody{Error: "server_error", Description: "internal server error"})
 		return
 	}
@@ -59,7 +59,7 @@ func (a *App) writeOAuthError(w http.ResponseWriter, r *http.Request, err error)
 	status := http.StatusBadRequest
 	if oe.Code == oidc.ErrInvalidClient {
 		status = http.StatusUnauthorized
-		w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+Realm+`"`)
 	}
 	writeJSON(w, status, oauthErrorBody{Error: oe.Code, Description: oe.Description})
 }
@@ -84,72 +84,72 @@ func formParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	return r.PostForm, nil
 }
 
-func (a *App) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	params, err := formParams(w, r)
 	if err != nil {
-		a.writeOAuthError(w, r, err)
+		s.writeOAuthError(w, r, err)
 		return
 	}
 	binding, err := newBinding()
 	if err != nil {
-		a.writeOAuthError(w, r, err)
+		s.writeOAuthError(w, r, err)
 		return
 	}
-	ar, err := a.oidc.Authorize(r.Context(), params, browserOf(r, binding))
+	ar, err := s.oidc.Authorize(r.Context(), params, s.browserOf(r, binding))
 	if err != nil {
-		a.writeOAuthError(w, r, err)
+		s.writeOAuthError(w, r, err)
 		return
 	}
-	a.setLoginCookie(w, ar.ID, binding, int(time.Until(ar.ExpiresAt.Add(palm.Grace)).Seconds()))
-	http.Redirect(w, r, a.Issuer+"/oauth2/verify?auth_request_id="+ar.ID, http.StatusFound)
+	s.setLoginCookie(w, ar.ID, binding, int(time.Until(ar.ExpiresAt.Add(palm.Grace)).Seconds()))
+	http.Redirect(w, r, s.issuer+"/oauth2/verify?auth_request_id="+ar.ID, http.StatusFound)
 }
 
 // handleLoginPage is the login page of an authorization request: the QR code while the
 // palm challenge is open, then the redirect back to the application. Only the
 // browser that made the request (its login cookie) sees the nonce and gets the
 // code; a HEAD request changes nothing.
-func (a *App) handleLoginPage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("auth_request_id")
 	head := r.Method == http.MethodHead
-	binding := a.loginBinding(r, id)
-	st, err := a.oidc.Login(r.Context(), id, binding, !head)
+	binding := s.loginBinding(r, id)
+	st, err := s.oidc.Login(r.Context(), id, binding, !head)
 	if err != nil {
-		a.writeOAuthError(w, r, err)
+		s.writeOAuthError(w, r, err)
 		return
 	}
 	if st.Request.Status == oidc.RequestAnswered {
-		a.writeOAuthError(w, r, &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "this authorization request was already answered"})
+		s.writeOAuthError(w, r, &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "this authorization request was already answered"})
 		return
 	}
 	c := st.Challenge
 	if wantsJSON(r) {
 		body := challengeJSON{AuthRequestID: st.Request.ID, ChallengeID: c.ID, Status: c.Status, ExpiresAt: c.ExpiresAt}
 		if st.Bound {
-			body.Nonce, body.ScanURL, body.ScanExpiresAt = c.Nonce, a.palm.ScanURL(c), &c.ScanExpiresAt
+			body.Nonce, body.ScanURL, body.ScanExpiresAt = c.Nonce, s.palm.ScanURL(c), &c.ScanExpiresAt
 		}
 		writeJSON(w, http.StatusOK, body)
 		return
 	}
 	if !st.Bound {
-		a.renderChallengePage(w, r, c, challengePageData{
+		s.renderChallengePage(w, r, c, challengePageData{
 			HTTPStatus: http.StatusForbidden, Title: "Sign in with your palm", StatusClass: "bad",
 			Outcome: "This sign-in was started in another browser. Finish it there, or start again from the application.",
 		})
 		return
 	}
 	if c.Status != palm.StatusPending && !head {
-		redirect, err := a.oidc.Finish(r.Context(), id, binding)
+		redirect, err := s.oidc.Finish(r.Context(), id, binding)
 		if err != nil {
-			a.writeOAuthError(w, r, err)
+			s.writeOAuthError(w, r, err)
 			return
 		}
 		if redirect != nil {
-			a.setLoginCookie(w, id, "", -1) // the login is over
+			s.setLoginCookie(w, id, "", -1) // the login is over
 			http.Redirect(w, r, redirect.URL(), http.StatusFound)
 			return
 		}
 	}
-	a.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(a.oidc.ClientName(st.Request), st.Request.Scopes)})
+	s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes)})
 }
 
 // loginLines tells the person, in words, what the application asks for.
@@ -163,8 +163,8 @@ func loginLines(clientName string, scopes []string) []template.HTML {
 	return lines
 }
 
-func (a *App) handleToken(w http.ResponseWriter, r *http.Request) {
-	clientID, params, ok := a.clientRequest(w, r)
+func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
+	clientID, params, ok := s.clientRequest(w, r)
 	if !ok {
 		return
 	}
@@ -172,17 +172,17 @@ func (a *App) handleToken(w http.ResponseWriter, r *http.Request) {
 	var resp *oidc.TokenResponse
 	switch params.Get("grant_type") {
 	case "authorization_code":
-		resp, err = a.oidc.ExchangeCode(r.Context(), clientID, params.Get("code"), params.Get("redirect_uri"), params.Get("code_verifier"), params["resource"]...)
+		resp, err = s.oidc.ExchangeCode(r.Context(), clientID, params.Get("code"), params.Get("redirect_uri"), params.Get("code_verifier"), params["resource"]...)
 	case "refresh_token":
-		resp, err = a.oidc.Refresh(r.Context(), clientID, params.Get("refresh_token"), params.Get("scope"), params["resource"]...)
+		resp, err = s.oidc.Refresh(r.Context(), clientID, params.Get("refresh_token"), params.Get("scope"), params["resource"]...)
 	case "":
 		err = &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "grant_type is required"}
 	default:
 		err = &oidc.Error{Code: oidc.ErrUnsupportedGrantType, Description: "grant_type must be authorization_code or refresh_token"}
 	}
 	if err != nil {
-		a.limiter.charge(r) // failed token calls count against the client's rate limit
-		a.writeOAuthError(w, r, err)
+		s.limiter.charge(r) // failed token calls count against the client's rate limit
+		s.writeOAuthError(w, r, err)
 		return
 	}
 	w.Header().Set("Pragma", "no-cache")
@@ -190,7 +190,7 @@ func (a *App) handleToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // authenticateClient accepts client_secret_post and client_secret_basic, not both.
-func (a *App) authenticateClient(r *http.Request, params url.Values) (string, error) {
+func (s *Server) authenticateClient(r *http.Request, params url.Values) (string, error) {
 	id, secret, basic := r.BasicAuth()
 	if basic {
 		if params.Has("client_secret") {
@@ -208,17 +208,17 @@ func (a *App) authenticateClient(r *http.Request, params url.Values) (string, er
 	} else {
 		id, secret = params.Get("client_id"), params.Get("client_secret")
 	}
-	if err := a.oidc.AuthenticateClient(id, secret); err != nil {
+	if err := s.oidc.AuthenticateClient(id, secret); err != nil {
 		return "", err
 	}
 	return id, nil
 }
 
 // handleUserinfo answers the claims of the bearer token's subject: only `sub`.
-func (a *App) handleUserinfo(w http.ResponseWriter, r *http.Request) {
-	claims, refusal := checkBearer(r, a.oidc.AccessVerifier(), []string{oidc.ScopeOpenID}, realm)
+func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
+	claims, refusal := CheckBearer(r, s.oidc.AccessVerifier(), []string{oidc.ScopeOpenID}, Realm)
 	if refusal != nil {
-		refusal.write(w, a.logger)
+		refusal.Write(w, s.logger)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"sub": claims.Subject})
@@ -234,8 +234,8 @@ func bearerToken(r *http.Request) (string, bool) {
 	return token, token != "" && len(token) <= 8<<10
 }
 
-func (a *App) handleDiscovery(w http.ResponseWriter, r *http.Request) {
-	iss := a.oidc.Issuer()
+func (s *Server) handleDiscovery(w http.ResponseWriter, r *http.Request) {
+	iss := s.oidc.Issuer()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issuer":                 iss,
 		"authorization_endpoint": iss + "/authorize",
@@ -261,10 +261,10 @@ func (a *App) handleDiscovery(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (a *App) handleJWKS(w http.ResponseWriter, r *http.Request) {
-	body, err := json.Marshal(map[string]any{"keys": a.keys.JWKS()})
+func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
+	body, err := json.Marshal(map[string]any{"keys": s.keys.JWKS()})
 	if err != nil {
-		a.writeOAuthError(w, r, err)
+		s.writeOAuthError(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -275,8 +275,8 @@ func (a *App) handleJWKS(w http.ResponseWriter, r *http.Request) {
 // clientRequest reads a client-authenticated form POST (the token, introspection and
 // revocation endpoints), answering the error itself when it fails. Failures count
 // against the client address's rate limit, so secrets cannot be guessed quickly.
-func (a *App) clientRequest(w http.ResponseWriter, r *http.Request) (string, url.Values, bool) {
-	if !a.limiter.admits(w, r) {
+func (s *Server) clientRequest(w http.ResponseWriter, r *http.Request) (string, url.Values, bool) {
+	if !s.limiter.admits(w, r) {
 		return "", nil, false
 	}
 	params, err := formParams(w, r)
@@ -292,11 +292,11 @@ func (a *App) clientRequest(w http.ResponseWriter, r *http.Request) (string, url
 	}
 	var clientID string
 	if err == nil {
-		clientID, err = a.authenticateClient(r, params)
+		clientID, err = s.authenticateClient(r, params)
 	}
 	if err != nil {
-		a.limiter.charge(r)
-		a.writeOAuthError(w, r, err)
+		s.limiter.charge(r)
+		s.writeOAuthError(w, r, err)
 		return "", nil, false
 	}
 	return clientID, params, true

@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"net/http"
@@ -35,28 +35,28 @@ func readChallenge(w http.ResponseWriter, r *http.Request) (*agent.Challenge, er
 	return agent.ParseChallenge(body)
 }
 
-func (a *App) handleRegisterInit(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRegisterInit(w http.ResponseWriter, r *http.Request) {
 	c, err := readChallenge(w, r)
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
-	session, err := a.agents.Init(r.Context(), c, a.limiter.address(r))
+	session, err := s.agents.Init(r.Context(), c, s.limiter.address(r))
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, registrationSession{
 		SessionID:       session.ID,
-		RegistrationURL: a.agents.RegistrationURL(session.ID),
+		RegistrationURL: s.agents.RegistrationURL(session.ID),
 		ExpiresAt:       session.ExpiresAt,
 	})
 }
 
-func (a *App) handleRegisterStatus(w http.ResponseWriter, r *http.Request) {
-	session, err := a.agents.Session(r.Context(), r.PathValue("sessionId"))
+func (s *Server) handleRegisterStatus(w http.ResponseWriter, r *http.Request) {
+	session, err := s.agents.Session(r.Context(), r.PathValue("sessionId"))
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	answer := registrationStatus{Status: session.Status}
@@ -67,44 +67,44 @@ func (a *App) handleRegisterStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, answer)
 }
 
-func (a *App) handleVerifySignature(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleVerifySignature(w http.ResponseWriter, r *http.Request) {
 	c, err := readChallenge(w, r)
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
-	check, err := a.agents.VerifySignature(r.Context(), c)
+	check, err := s.agents.VerifySignature(r.Context(), c)
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, check)
 }
 
-func (a *App) handleLookupDevice(w http.ResponseWriter, r *http.Request) {
-	lookup, err := a.agents.LookupDevice(r.Context(), r.PathValue("deviceId"))
+func (s *Server) handleLookupDevice(w http.ResponseWriter, r *http.Request) {
+	lookup, err := s.agents.LookupDevice(r.Context(), r.PathValue("deviceId"))
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, lookup)
 }
 
-func (a *App) handleLookupPublicKey(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLookupPublicKey(w http.ResponseWriter, r *http.Request) {
 	key, err := agent.ParsePublicKey(r.PathValue("publicKey"))
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
-	lookup, err := a.agents.LookupPublicKey(r.Context(), key)
+	lookup, err := s.agents.LookupPublicKey(r.Context(), key)
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, lookup)
 }
 
-func (a *App) handleLeaderboard(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLeaderboard(w http.ResponseWriter, r *http.Request) {
 	limit := agent.DefaultLeaderboardLimit
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -117,9 +117,9 @@ func (a *App) handleLeaderboard(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	body, err := a.agents.LeaderboardJSON(r.Context(), limit)
+	body, err := s.agents.LeaderboardJSON(r.Context(), limit)
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	h := w.Header()

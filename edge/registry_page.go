@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"html/template"
@@ -13,15 +13,15 @@ import (
 // application/json, the challenge as JSON without its nonce (which only a scan of
 // the QR code gives, so that whoever merely holds the URL cannot deny). Showing or
 // polling the page renews the scan URL when due; HEAD changes nothing.
-func (a *App) handleRegisterPage(w http.ResponseWriter, r *http.Request) {
-	session, err := a.agents.Session(r.Context(), r.PathValue("sessionId"))
+func (s *Server) handleRegisterPage(w http.ResponseWriter, r *http.Request) {
+	session, err := s.agents.Session(r.Context(), r.PathValue("sessionId"))
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
-	c, err := a.agents.Challenge(r.Context(), session, r.Method != http.MethodHead)
+	c, err := s.agents.Challenge(r.Context(), session, r.Method != http.MethodHead)
 	if err != nil {
-		a.writeError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	if wantsJSON(r) {
@@ -50,5 +50,5 @@ func (a *App) handleRegisterPage(w http.ResponseWriter, r *http.Request) {
 	if c.Status != palm.StatusPending && d.Outcome == "" {
 		d.StatusClass, d.Outcome = "bad", "This request is closed."
 	}
-	a.renderChallengePage(w, r, c, d)
+	s.renderChallengePage(w, r, c, d)
 }

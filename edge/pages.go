@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"crypto/rand"
@@ -69,10 +69,10 @@ func wantsJSON(r *http.Request) bool {
 
 // renderChallengePage writes the HTML page of an open or ended challenge, with a
 // strict Content-Security-Policy: no external source, inline code only by nonce.
-func (a *App) renderChallengePage(w http.ResponseWriter, r *http.Request, c *palm.Challenge, d challengePageData) {
+func (s *Server) renderChallengePage(w http.ResponseWriter, r *http.Request, c *palm.Challenge, d challengePageData) {
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
-		a.writeError(w, r, fmt.Errorf("generating CSP nonce: %w", err))
+		s.writeError(w, r, fmt.Errorf("generating CSP nonce: %w", err))
 		return
 	}
 	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
@@ -80,7 +80,7 @@ func (a *App) renderChallengePage(w http.ResponseWriter, r *http.Request, c *pal
 	d.ExpiresAt = time2clock(c.ExpiresAt)
 	d.Open = c.Status == palm.StatusPending && d.Outcome == ""
 	if d.Open {
-		d.ScanURL = a.palm.ScanURL(c)
+		d.ScanURL = s.palm.ScanURL(c)
 		d.ScanExpires = c.ScanExpiresAt.Format()
 		// On a phone the app is on the same device: the page offers its link, and a
 		// QR code that could be relayed to another phone is not shown.
@@ -89,12 +89,12 @@ func (a *App) renderChallengePage(w http.ResponseWriter, r *http.Request, c *pal
 			// module edges for a camera, where a fixed size would make them uneven.
 			png, err := qrcode.Encode(d.ScanURL, qrcode.Medium, -5)
 			if err != nil {
-				a.writeError(w, r, fmt.Errorf("encoding QR code: %w", err))
+				s.writeError(w, r, fmt.Errorf("encoding QR code: %w", err))
 				return
 			}
 			d.QR = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))
 		}
-		if a.palm.Dev() {
+		if s.palm.Dev() {
 			d.Dev, d.Nonce = true, c.Nonce
 			d.DevScanURL = "/v1/palm/challenges/" + c.ID + "/dev-scan"
 		}
@@ -110,7 +110,7 @@ func (a *App) renderChallengePage(w http.ResponseWriter, r *http.Request, c *pal
 		w.WriteHeader(d.HTTPStatus)
 	}
 	if err := challengePage.Execute(w, d); err != nil {
-		a.logger.Debug("writing challenge page")
+		s.logger.Debug("writing challenge page")
 	}
 }
 

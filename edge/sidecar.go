@@ -1,4 +1,4 @@
-package caddymodule
+package edge
 
 import (
 	"net/http"
@@ -10,30 +10,30 @@ import (
 // headers for a valid token with the scopes of ?scope=, otherwise 401 or 403 as the
 // bearer middleware answers. It accepts any method, as gateways forward the
 // original request's.
-func (a *App) handleCheck(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	var scopes []string
 	if q := r.URL.Query()["scope"]; len(q) > 0 {
 		scopes = strings.Fields(strings.Join(q, " "))
 	}
-	claims, refusal := checkBearer(r, a.oidc.AccessVerifier(), scopes, realm)
+	claims, refusal := CheckBearer(r, s.oidc.AccessVerifier(), scopes, Realm)
 	if refusal != nil {
-		refusal.write(w, a.logger)
+		refusal.Write(w, s.logger)
 		return
 	}
-	setIdentityHeaders(w.Header(), claims)
+	SetIdentityHeaders(w.Header(), claims)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 }
 
 // handleIntrospect is token introspection (RFC 7662), for authenticated clients.
-func (a *App) handleIntrospect(w http.ResponseWriter, r *http.Request) {
-	clientID, params, ok := a.clientRequest(w, r)
+func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+	clientID, params, ok := s.clientRequest(w, r)
 	if !ok {
 		return
 	}
-	answer, err := a.oidc.Introspect(r.Context(), clientID, params.Get("token"))
+	answer, err := s.oidc.Introspect(r.Context(), clientID, params.Get("token"))
 	if err != nil {
-		a.writeOAuthError(w, r, err)
+		s.writeOAuthError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, answer)
@@ -41,13 +41,13 @@ func (a *App) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 
 // handleRevoke is token revocation (RFC 7009), for authenticated clients: 200 also
 // for unknown tokens.
-func (a *App) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	clientID, params, ok := a.clientRequest(w, r)
+func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	clientID, params, ok := s.clientRequest(w, r)
 	if !ok {
 		return
 	}
-	if err := a.oidc.Revoke(r.Context(), clientID, params.Get("token")); err != nil {
-		a.writeOAuthError(w, r, err)
+	if err := s.oidc.Revoke(r.Context(), clientID, params.Get("token")); err != nil {
+		s.writeOAuthError(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

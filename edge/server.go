@@ -1,0 +1,153 @@
+// Package edge is palmgate's HTTP edge, in plain net/http: the routes of /oauth2
+// and /v1, the two error dialects (the /v1 JSON body and OAuth's), the login and
+// registration pages, the browser binding cookies and the rate limit. It is built
+// from the core services and translates HTTP to their calls and their answers and
+// typed errors back to HTTP; it knows nothing of Caddy (whose module builds it and
+// passes it the client address Caddy determined).
+package edge
+
+import (
+	"net/http"
+	"path"
+	"sort"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/core/palm"
+)
+
+// Config builds a Server from the core services.
+type Config struct {
+	// Issuer is the public base URL of the service, with no path.
+	Issuer string
+	Palm   *palm.Service
+	Agents *agent.Service
+	OIDC   *oidc.Service
+	Keys   *keys.Set
+	// RateLimit bounds unauthenticated writes per client address.
+	RateLimit RateLimit
+	// ClientIP returns the client address of a request (Caddy's, which honours
+	// trusted proxies); nil means the peer's address (RemoteIP).
+	ClientIP func(*http.Request) string
+	// Logger logs the failures that are not the client's; nil logs nothing.
+	Logger *zap.Logger
+}
+
+// Server serves palmgate's paths: /oauth2/* and /v1/*.
+type Server struct {
+	issuer   string
+	palm     *palm.Service
+	agents   *agent.Service
+	oidc     *oidc.Service
+	keys     *keys.Set
+	limiter  *limiter
+	logger   *zap.Logger
+	clientIP func(*http.Request) string
+	mux      *http.ServeMux
+}
+
+// New builds the server and its routes.
+func New(cfg Config) *Server {
+	s := &Server{
+		issuer: strings.TrimSuffix(cfg.Issuer, "/"),
+		palm:   cfg.Palm, agents: cfg.Agents, oidc: cfg.OIDC, keys: cfg.Keys,
+		logger: cfg.Logger, clientIP: cfg.ClientIP,
+	}
+	if s.logger == nil {
+		s.logger = zap.NewNop()
+	}
+	if s.clientIP == nil {
+		s.clientIP = RemoteIP
+	}
+	s.limiter = newLimiter(cfg.RateLimit, s.clientIP)
+	s.mux = s.routes()
+	return s
+}
+
+// OwnsPath reports whether p is one of palmgate's paths (/v1 and /oauth2, and
+// what is under them); the Caddy handler passes the others on.
+func OwnsPath(p string) bool {
+	for _, prefix := range []string{"/v1", "/oauth2"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// ServeHTTP serves palmgate's own routes. A path with dot segments or empty segments
+// is no endpoint (404): http.ServeMux would answer it with an HTML redirect to its
+// cleaned form, which for /v1/x/../../y leads out of the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.EscapedPath(); p != cleanPath(p) {
+		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// routes builds the mux of palmgate's paths. Each path answers 405 with an Allow
+// header for the methods it does not serve, and unknown paths answer 404, both with
+// the JSON error body.
+func (s *Server) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	route := func(path string, methods map[string]http.HandlerFunc) {
+		allowed := make([]string, 0, len(methods))
+		for m, h := range methods {
+			mux.HandleFunc(m+" "+path, h)
+			allowed = append(allowed, m)
+		}
+		sort.Strings(allowed)
+		allow := strings.Join(allowed, ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeJSON(w, http.StatusMethodNotAllowed, &apiError{Message: r.Method + " is not allowed here; use " + allow, Code: codeMethodNotAllowed})
+		})
+	}
+	route("/v1/agent/register/init", map[string]http.HandlerFunc{"POST": s.limited(s.handleRegisterInit)})
+	route("/v1/agent/register/{sessionId}/status", map[string]http.HandlerFunc{"GET": s.handleRegisterStatus})
+	route("/v1/agent/register/{sessionId}/verify", map[string]http.HandlerFunc{"GET": s.handleRegisterPage})
+	route("/v1/agent/verify/signature", map[string]http.HandlerFunc{"POST": s.handleVerifySignature})
+	route("/v1/agent/verify/device/{deviceId}", map[string]http.HandlerFunc{"GET": s.handleLookupDevice})
+	route("/v1/agent/verify/public-key/{publicKey}", map[string]http.HandlerFunc{"GET": s.handleLookupPublicKey})
+	route("/v1/human/leaderboard", map[string]http.HandlerFunc{"GET": s.handleLeaderboard})
+	route("/v1/palm/challenges/{challengeId}", map[string]http.HandlerFunc{"GET": s.handlePalmChallenge})
+	route("/v1/palm/challenges/{challengeId}/assertion", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmAssertion)})
+	route("/v1/palm/challenges/{challengeId}/deny", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmDeny)})
+	route("/v1/palm/challenges/{challengeId}/dev-scan", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmDevScan)})
+	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": s.limited(s.handleAuthorize), "POST": s.limited(s.handleAuthorize)})
+	route("/oauth2/verify", map[string]http.HandlerFunc{"GET": s.handleLoginPage})
+	route("/oauth2/token", map[string]http.HandlerFunc{"POST": s.handleToken})
+	route("/oauth2/userinfo", map[string]http.HandlerFunc{"GET": s.handleUserinfo, "POST": s.handleUserinfo})
+	route("/oauth2/.well-known/openid-configuration", map[string]http.HandlerFunc{"GET": s.handleDiscovery})
+	route("/oauth2/jwks", map[string]http.HandlerFunc{"GET": s.handleJWKS})
+	route("/oauth2/introspect", map[string]http.HandlerFunc{"POST": s.handleIntrospect})
+	route("/oauth2/revoke", map[string]http.HandlerFunc{"POST": s.handleRevoke})
+	mux.HandleFunc("/oauth2/check", s.handleCheck)
+	mux.HandleFunc("/oauth2/check/", s.handleCheck) // gateways that append the original path (Envoy ext_authz)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
+	})
+	return mux
+}
+
+// cleanPath is the canonical form of a URL path, as http.ServeMux computes it:
+// no dot segments, no empty segments, the trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
