@@ -13,7 +13,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 )
@@ -105,51 +104,39 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleLoginPage is the login page of an authorization request: the QR code while the
-// palm challenge is open, then the redirect back to the application. Only the
-// browser that made the request (its login cookie) sees the nonce and gets the
-// code; a HEAD request changes nothing.
+// palm challenge is open, then the redirect back to the application (the state
+// machine is oidc.Service.LoginPage). Only the browser that made the request (its
+// login cookie) sees the nonce and gets the code; a HEAD request changes nothing.
 func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("auth_request_id")
 	head := r.Method == http.MethodHead
+	asJSON := wantsJSON(r)
 	binding := s.loginBinding(r, id)
-	st, err := s.oidc.Login(r.Context(), id, binding, !head)
+	step, err := s.oidc.LoginPage(r.Context(), id, binding, oidc.LoginOptions{Renew: !head, Finish: !head && !asJSON})
 	if err != nil {
 		s.writeOAuthError(w, r, err)
 		return
 	}
-	if st.Request.Status == oidc.RequestAnswered {
-		s.writeOAuthError(w, r, &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "this authorization request was already answered"})
-		return
-	}
+	st := step.State
 	c := st.Challenge
-	if wantsJSON(r) {
+	switch {
+	case asJSON:
 		body := challengeJSON{AuthRequestID: st.Request.ID, ChallengeID: c.ID, Status: c.Status, ExpiresAt: c.ExpiresAt}
 		if st.Bound {
 			body.Nonce, body.ScanURL, body.ScanExpiresAt = c.Nonce, s.palm.ScanURL(c), &c.ScanExpiresAt
 		}
 		writeJSON(w, http.StatusOK, body)
-		return
-	}
-	if !st.Bound {
+	case !st.Bound:
 		s.renderChallengePage(w, r, c, challengePageData{
 			HTTPStatus: http.StatusForbidden, Title: "Sign in with your palm", StatusClass: "bad",
 			Outcome: "This sign-in was started in another browser. Finish it there, or start again from the application.",
 		})
-		return
+	case step.Redirect != nil:
+		s.setLoginCookie(w, id, "", -1) // the login is over
+		http.Redirect(w, r, step.Redirect.URL(), http.StatusFound)
+	default:
+		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes)})
 	}
-	if c.Status != palm.StatusPending && !head {
-		redirect, err := s.oidc.Finish(r.Context(), id, binding)
-		if err != nil {
-			s.writeOAuthError(w, r, err)
-			return
-		}
-		if redirect != nil {
-			s.setLoginCookie(w, id, "", -1) // the login is over
-			http.Redirect(w, r, redirect.URL(), http.StatusFound)
-			return
-		}
-	}
-	s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes)})
 }
 
 // loginLines tells the person, in words, what the application asks for.
@@ -163,23 +150,14 @@ func loginLines(clientName string, scopes []string) []template.HTML {
 	return lines
 }
 
+// handleToken is the token endpoint: oidc.Service.Token owns its rules; the edge
+// reads the form and the Basic credentials, and answers.
 func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
-	clientID, params, ok := s.clientRequest(w, r)
+	req, ok := s.clientRequest(w, r)
 	if !ok {
 		return
 	}
-	var err error
-	var resp *oidc.TokenResponse
-	switch params.Get("grant_type") {
-	case "authorization_code":
-		resp, err = s.oidc.ExchangeCode(r.Context(), clientID, params.Get("code"), params.Get("redirect_uri"), params.Get("code_verifier"), params["resource"]...)
-	case "refresh_token":
-		resp, err = s.oidc.Refresh(r.Context(), clientID, params.Get("refresh_token"), params.Get("scope"), params["resource"]...)
-	case "":
-		err = &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "grant_type is required"}
-	default:
-		err = &oidc.Error{Code: oidc.ErrUnsupportedGrantType, Description: "grant_type must be authorization_code or refresh_token"}
-	}
+	resp, err := s.oidc.Token(r.Context(), req)
 	if err != nil {
 		s.limiter.charge(r) // failed token calls count against the client's rate limit
 		s.writeOAuthError(w, r, err)
@@ -187,31 +165,6 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Pragma", "no-cache")
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// authenticateClient accepts client_secret_post and client_secret_basic, not both.
-func (s *Server) authenticateClient(r *http.Request, params url.Values) (string, error) {
-	id, secret, basic := r.BasicAuth()
-	if basic {
-		if params.Has("client_secret") {
-			return "", &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "use one client authentication method, not two"}
-		}
-		var err1, err2 error
-		id, err1 = url.QueryUnescape(id) // RFC 6749 2.3.1
-		secret, err2 = url.QueryUnescape(secret)
-		if err1 != nil || err2 != nil {
-			return "", &oidc.Error{Code: oidc.ErrInvalidClient, Description: "malformed basic credentials"}
-		}
-		if formID := params.Get("client_id"); formID != "" && formID != id {
-			return "", &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "client_id differs from the authenticated client"}
-		}
-	} else {
-		id, secret = params.Get("client_id"), params.Get("client_secret")
-	}
-	if err := s.oidc.AuthenticateClient(id, secret); err != nil {
-		return "", err
-	}
-	return id, nil
 }
 
 // handleUserinfo answers the claims of the bearer token's subject: only `sub`.
@@ -235,30 +188,7 @@ func bearerToken(r *http.Request) (string, bool) {
 }
 
 func (s *Server) handleDiscovery(w http.ResponseWriter, r *http.Request) {
-	iss := s.oidc.Issuer()
-	writeJSON(w, http.StatusOK, map[string]any{
-		"issuer":                 iss,
-		"authorization_endpoint": iss + "/authorize",
-		"token_endpoint":         iss + "/token",
-		"userinfo_endpoint":      iss + "/userinfo",
-		"introspection_endpoint": iss + "/introspect",
-		"revocation_endpoint":    iss + "/revoke",
-		"introspection_endpoint_auth_methods_supported": []string{"client_secret_post", "client_secret_basic"},
-		"revocation_endpoint_auth_methods_supported":    []string{"client_secret_post", "client_secret_basic"},
-		"jwks_uri":                              iss + "/jwks",
-		"response_types_supported":              []string{"code"},
-		"response_modes_supported":              []string{"query"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
-		"subject_types_supported":               []string{"pairwise"},
-		"id_token_signing_alg_values_supported": []string{keys.RS256},
-		"scopes_supported":                      []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess},
-		"claims_supported":                      []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_post", "client_secret_basic"},
-		"code_challenge_methods_supported":      []string{"S256"},
-		"prompt_values_supported":               []string{"none", "login"},
-		"request_parameter_supported":           false,
-		"claims_parameter_supported":            false,
-	})
+	writeJSON(w, http.StatusOK, s.oidc.Discovery())
 }
 
 func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
@@ -272,32 +202,23 @@ func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// clientRequest reads a client-authenticated form POST (the token, introspection and
-// revocation endpoints), answering the error itself when it fails. Failures count
-// against the client address's rate limit, so secrets cannot be guessed quickly.
-func (s *Server) clientRequest(w http.ResponseWriter, r *http.Request) (string, url.Values, bool) {
+// clientRequest reads the form and Basic credentials of a client-authenticated POST
+// (the token, introspection and revocation endpoints), answering the error itself
+// when it fails. A client address out of failures is refused before any work:
+// failures count against its rate limit, so secrets cannot be guessed quickly.
+func (s *Server) clientRequest(w http.ResponseWriter, r *http.Request) (oidc.ClientRequest, bool) {
 	if !s.limiter.admits(w, r) {
-		return "", nil, false
+		return oidc.ClientRequest{}, false
 	}
 	params, err := formParams(w, r)
-	if err == nil {
-		for name, values := range params {
-			// resource (RFC 8707) may repeat; the grant handlers refuse more than one
-			// with invalid_target.
-			if len(values) > 1 && name != "resource" {
-				err = &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "parameter " + name + " is given more than once"}
-				break
-			}
-		}
-	}
-	var clientID string
-	if err == nil {
-		clientID, err = s.authenticateClient(r, params)
-	}
 	if err != nil {
 		s.limiter.charge(r)
 		s.writeOAuthError(w, r, err)
-		return "", nil, false
+		return oidc.ClientRequest{}, false
 	}
-	return clientID, params, true
+	req := oidc.ClientRequest{Params: params}
+	if id, secret, ok := r.BasicAuth(); ok {
+		req.Basic = &oidc.BasicCredentials{ID: id, Secret: secret}
+	}
+	return req, true
 }

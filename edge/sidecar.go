@@ -27,11 +27,17 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 
 // handleIntrospect is token introspection (RFC 7662), for authenticated clients.
 func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
-	clientID, params, ok := s.clientRequest(w, r)
+	req, ok := s.clientRequest(w, r)
 	if !ok {
 		return
 	}
-	answer, err := s.oidc.Introspect(r.Context(), clientID, params.Get("token"))
+	clientID, err := s.oidc.Authenticate(req)
+	if err != nil {
+		s.limiter.charge(r)
+		s.writeOAuthError(w, r, err)
+		return
+	}
+	answer, err := s.oidc.Introspect(r.Context(), clientID, req.Params.Get("token"))
 	if err != nil {
 		s.writeOAuthError(w, r, err)
 		return
@@ -42,11 +48,17 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 // handleRevoke is token revocation (RFC 7009), for authenticated clients: 200 also
 // for unknown tokens.
 func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	clientID, params, ok := s.clientRequest(w, r)
+	req, ok := s.clientRequest(w, r)
 	if !ok {
 		return
 	}
-	if err := s.oidc.Revoke(r.Context(), clientID, params.Get("token")); err != nil {
+	clientID, err := s.oidc.Authenticate(req)
+	if err != nil {
+		s.limiter.charge(r)
+		s.writeOAuthError(w, r, err)
+		return
+	}
+	if err := s.oidc.Revoke(r.Context(), clientID, req.Params.Get("token")); err != nil {
 		s.writeOAuthError(w, r, err)
 		return
 	}

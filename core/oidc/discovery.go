@@ -1,0 +1,66 @@
+package oidc
+
+import (
+	"slices"
+
+	"github.com/palmgate/palmgate/core/keys"
+)
+
+// Discovery is the OpenID Provider Metadata (OpenID Connect Discovery 1.0, RFC 8414)
+// at {issuer}/.well-known/openid-configuration. Its fields are in the order of their
+// names, as the edge has always written them.
+type Discovery struct {
+	AuthorizationEndpoint                     string   `json:"authorization_endpoint"`
+	ClaimsParameterSupported                  bool     `json:"claims_parameter_supported"`
+	ClaimsSupported                           []string `json:"claims_supported"`
+	CodeChallengeMethodsSupported             []string `json:"code_challenge_methods_supported"`
+	GrantTypesSupported                       []string `json:"grant_types_supported"`
+	IDTokenSigningAlgValuesSupported          []string `json:"id_token_signing_alg_values_supported"`
+	IntrospectionEndpoint                     string   `json:"introspection_endpoint"`
+	IntrospectionEndpointAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
+	Issuer                                    string   `json:"issuer"`
+	JWKSURI                                   string   `json:"jwks_uri"`
+	PromptValuesSupported                     []string `json:"prompt_values_supported"`
+	RequestParameterSupported                 bool     `json:"request_parameter_supported"`
+	ResponseModesSupported                    []string `json:"response_modes_supported"`
+	ResponseTypesSupported                    []string `json:"response_types_supported"`
+	RevocationEndpoint                        string   `json:"revocation_endpoint"`
+	RevocationEndpointAuthMethodsSupported    []string `json:"revocation_endpoint_auth_methods_supported"`
+	ScopesSupported                           []string `json:"scopes_supported"`
+	SubjectTypesSupported                     []string `json:"subject_types_supported"`
+	TokenEndpoint                             string   `json:"token_endpoint"`
+	TokenEndpointAuthMethodsSupported         []string `json:"token_endpoint_auth_methods_supported"`
+	UserinfoEndpoint                          string   `json:"userinfo_endpoint"`
+}
+
+// clientAuthMethods are the client authentication methods of the token,
+// introspection and revocation endpoints (Authenticate).
+var clientAuthMethods = []string{"client_secret_post", "client_secret_basic"}
+
+// Discovery returns the provider's metadata.
+func (s *Service) Discovery() *Discovery {
+	iss := s.issuer
+	return &Discovery{
+		Issuer:                iss,
+		AuthorizationEndpoint: iss + "/authorize",
+		TokenEndpoint:         iss + "/token",
+		UserinfoEndpoint:      iss + "/userinfo",
+		IntrospectionEndpoint: iss + "/introspect",
+		RevocationEndpoint:    iss + "/revoke",
+		IntrospectionEndpointAuthMethodsSupported: clientAuthMethods,
+		RevocationEndpointAuthMethodsSupported:    clientAuthMethods,
+		JWKSURI:                                   iss + "/jwks",
+		ResponseTypesSupported:                    []string{"code"},
+		ResponseModesSupported:                    []string{"query"},
+		GrantTypesSupported:                       slices.Clone(GrantTypes),
+		SubjectTypesSupported:                     []string{"pairwise"},
+		IDTokenSigningAlgValuesSupported:          []string{keys.RS256},
+		ScopesSupported:                           []string{ScopeOpenID, ScopeOfflineAccess},
+		ClaimsSupported:                           []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid"},
+		TokenEndpointAuthMethodsSupported:         clientAuthMethods,
+		CodeChallengeMethodsSupported:             []string{"S256"},
+		PromptValuesSupported:                     []string{"none", "login"},
+		RequestParameterSupported:                 false,
+		ClaimsParameterSupported:                  false,
+	}
+}
