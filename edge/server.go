@@ -150,4 +150,3 @@ func cleanPath(p string) string {
 	}
 	return np
 }
-

@@ -89,4 +89,3 @@ func (s *Service) Token(ctx context.Context, req ClientRequest) (*TokenResponse,
 	}
 	return handle(ctx, s, clientID, req.Params)
 }
-
