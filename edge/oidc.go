@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 )
@@ -26,8 +27,11 @@ type oauthErrorBody struct {
 	Description string `json:"error_description,omitempty"`
 }
 
-// writeOAuthError answers an OAuth error: a redirect when it carries a redirect_uri,
-// otherwise JSON with 401 for client authentication and 400 for the rest.
+// writeOAuthError answers an error in the OAuth dialect, the one place that maps
+// errors to it: a redirect when an authorization error carries a redirect_uri,
+// otherwise {"error","error_description"} with the status of the fault's class
+// (401 with a Basic challenge for invalid_client), 503 temporarily_unavailable
+// with Retry-After, and 500 server_error for the rest.
 func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *apiError
 	if errors.As(err, &tooLarge) {
@@ -36,31 +40,25 @@ func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 	}
 	if d, ok := retryAfter(err); ok {
 		setRetryAfter(w, d)
-		writeJSON(w, http.StatusServiceUnavailable, oauthErrorBody{Error: "temporarily_unavailable", Description: s.errorFor(err).Message})
+		writeJSON(w, http.StatusServiceUnavailable, oauthErrorBody{Error: "temporarily_unavailable", Description: v1Error(err).Message})
 		return
 	}
-	switch {
-	case errors.Is(err, oidc.ErrOtherBrowser):
-		writeJSON(w, http.StatusForbidden, oauthErrorBody{Error: oidc.ErrAccessDenied, Description: err.Error() + "; finish it there, or start again here"})
-		return
-	}
-	var oe *oidc.Error
-	if !errors.As(err, &oe) {
+	f, ok := fault.As(err)
+	if !ok || f.Class == fault.Internal {
 		s.logger.Error("palmgate oauth request failed", zap.String("path", r.URL.Path), zap.Error(err))
 		writeJSON(w, http.StatusInternalServerError, oauthErrorBody{Error: "server_error", Description: "internal server error"})
 		return
 	}
-	if oe.RedirectURI != "" {
+	var oe *oidc.Error
+	if errors.As(err, &oe) && oe.RedirectURI != "" {
 		redirect := &oidc.Redirect{URI: oe.RedirectURI, Error: oe.Code, State: oe.State}
 		http.Redirect(w, r, redirect.URL(), http.StatusFound)
 		return
 	}
-	status := http.StatusBadRequest
-	if oe.Code == oidc.ErrInvalidClient {
-		status = http.StatusUnauthorized
+	if f.Code == oidc.ErrInvalidClient {
 		w.Header().Set("WWW-Authenticate", `Basic realm="`+Realm+`"`)
 	}
-	writeJSON(w, status, oauthErrorBody{Error: oe.Code, Description: oe.Description})
+	writeJSON(w, statusOf(f.Class), oauthErrorBody{Error: f.Code, Description: f.Message})
 }
 
 // formParams returns the parameters of a GET query or of a POSTed form, bounded.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/fault"
 )
 
 // registrationSession is the 201 answer of registration init.
@@ -28,9 +29,9 @@ type registration struct {
 
 // readChallenge reads and parses an AgentChallenge body.
 func readChallenge(w http.ResponseWriter, r *http.Request) (*agent.Challenge, error) {
-	body, apiErr := readJSONBody(w, r)
-	if apiErr != nil {
-		return nil, apiErr
+	body, err := readJSONBody(w, r)
+	if err != nil {
+		return nil, err
 	}
 	return agent.ParseChallenge(body)
 }
@@ -106,13 +107,11 @@ func (s *Server) handleLookupPublicKey(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleLeaderboard(w http.ResponseWriter, r *http.Request) {
 	limit := agent.DefaultLeaderboardLimit
-	if s := r.URL.Query().Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
+	if q := r.URL.Query().Get("limit"); q != "" {
+		n, err := strconv.Atoi(q)
 		if err != nil || n < 1 || n > agent.MaxLeaderboardLimit {
-			writeJSON(w, http.StatusBadRequest, &apiError{
-				Message: "limit must be an integer from 1 to " + strconv.Itoa(agent.MaxLeaderboardLimit),
-				Code:    agent.CodeInvalidField, Details: map[string]any{"field": "limit"},
-			})
+			s.writeError(w, r, fault.Field(fault.Invalid, fault.CodeInvalidField, "limit",
+				"limit must be an integer from 1 to %d", agent.MaxLeaderboardLimit))
 			return
 		}
 		limit = n

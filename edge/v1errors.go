@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/jsonobject"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/storage"
@@ -37,8 +37,8 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Message }
 
-// Stable codes of errors raised by the HTTP edge itself (the domain's are in
-// core/agent and errorFor).
+// Stable codes of errors raised by the HTTP edge itself (the domain's are codes of
+// core's error model, core/fault).
 const (
 	codeBodyTooLarge       = "body_too_large"
 	codeUnsupportedMedia   = "unsupported_media_type"
@@ -47,8 +47,6 @@ const (
 	codeInternal           = "internal_error"
 	codeRateLimited        = "rate_limited"
 	codeClientClosed       = "client_closed_request"
-	codeScanURLExpired     = "scan_url_expired"
-	codeTooManyPending     = "too_many_pending_requests"
 	codeStorageUnavailable = "storage_unavailable"
 )
 
@@ -77,8 +75,8 @@ func retryAfterValue(d time.Duration) string {
 	return strconv.Itoa(int(max(math.Ceil(d.Seconds()), 1)))
 }
 
-// readJSON reads a bounded application/json body into v (or, with v nil, returns it).
-func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+// readJSONBody reads a bounded application/json body holding a JSON object.
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "application/json" {
 		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Message: "Content-Type must be application/json", Code: codeUnsupportedMedia}
@@ -89,15 +87,15 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 		if errors.As(err, &tooLarge) {
 			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: "body is larger than 64 KiB", Code: codeBodyTooLarge}
 		}
-		return nil, &apiError{Status: http.StatusBadRequest, Message: "reading body: " + err.Error(), Code: agent.CodeInvalidBody}
+		return nil, fault.New(fault.Invalid, fault.CodeInvalidBody, "reading body: %v", err)
 	}
 	// encoding/json would replace invalid UTF-8 with U+FFFD (a palmSubject or nonce
 	// other than the one sent), and would decode null into an empty object.
 	if !utf8.Valid(body) {
-		return nil, &apiError{Status: http.StatusBadRequest, Message: "body is not valid UTF-8", Code: agent.CodeInvalidBody}
+		return nil, fault.New(fault.Invalid, fault.CodeInvalidBody, "body is not valid UTF-8")
 	}
 	if rest := bytes.TrimLeft(body, " \t\r\n"); len(rest) == 0 || rest[0] != '{' {
-		return nil, &apiError{Status: http.StatusBadRequest, Message: "body is not a JSON object", Code: agent.CodeInvalidBody}
+		return nil, fault.New(fault.Invalid, fault.CodeInvalidBody, "body is not a JSON object")
 	}
 	return body, nil
 }
@@ -105,18 +103,17 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 // decodeJSON reads a bounded JSON body into v, a pointer to a struct. Keys match
 // field names exactly (a case variant is an unknown key, ignored like the others)
 // and a key given twice is refused (jsonobject.Decode).
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) *apiError {
-	body, apiErr := readJSONBody(w, r)
-	if apiErr != nil {
-		return apiErr
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := readJSONBody(w, r)
+	if err != nil {
+		return err
 	}
 	if err := jsonobject.Decode(body, v); err != nil {
 		var dupErr *jsonobject.DuplicateError
 		if errors.As(err, &dupErr) {
-			return &apiError{Status: http.StatusBadRequest, Message: "body has the key " + strconv.Quote(dupErr.Name) + " more than once",
-				Code: agent.CodeInvalidBody, Details: map[string]any{"field": dupErr.Name}}
+			return fault.Field(fault.Invalid, fault.CodeInvalidBody, dupErr.Name, "body has the key %s more than once", strconv.Quote(dupErr.Name))
 		}
-		return &apiError{Status: http.StatusBadRequest, Message: "body is not the expected JSON object", Code: agent.CodeInvalidBody}
+		return fault.New(fault.Invalid, fault.CodeInvalidBody, "body is not the expected JSON object")
 	}
 	return nil
 }
@@ -130,8 +127,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeError answers err with its status and the JSON error body. Errors that are
-// not the client's are logged and answered 500 without detail.
+// writeError answers err in the /v1 dialect, with its status and the JSON error
+// body. Errors that are not the client's are logged and answered 500 without
+// detail.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		// The client went away: nobody reads the answer, and it is not a fault.
@@ -141,55 +139,62 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if d, ok := retryAfter(err); ok {
 		setRetryAfter(w, d)
 	}
-	e := s.errorFor(err)
+	e := v1Error(err)
 	if e.Status == http.StatusInternalServerError {
 		s.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 	}
 	writeJSON(w, e.Status, e)
 }
 
-// errorFor maps domain errors to HTTP: the one place that knows both.
-func (s *Server) errorFor(err error) *apiError {
+// statusOf is the HTTP status of each class of core's error model.
+func statusOf(c fault.Class) int {
+	switch c {
+	case fault.Invalid:
+		return http.StatusBadRequest
+	case fault.Unauthorized:
+		return http.StatusUnauthorized
+	case fault.Forbidden:
+		return http.StatusForbidden
+	case fault.NotFound:
+		return http.StatusNotFound
+	case fault.Conflict:
+		return http.StatusConflict
+	case fault.Gone:
+		return http.StatusGone
+	case fault.TooMany:
+		return http.StatusTooManyRequests
+	case fault.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// v1Error maps an error to the /v1 body {"error","code","details"} and its status:
+// the one place that does. A fault's message is its own when it is the error
+// itself, or the whole text when it is wrapped with details.
+func v1Error(err error) *apiError {
 	var e *apiError
 	if errors.As(err, &e) {
 		return e
 	}
-	var ae *agent.Error
-	if errors.As(err, &ae) {
-		status := http.StatusBadRequest
-		switch {
-		case errors.Is(ae.Kind, agent.ErrAlreadyRegistered):
-			status = http.StatusConflict
-		case errors.Is(ae.Kind, agent.ErrSessionNotFound):
-			status = http.StatusNotFound
-		case errors.Is(ae.Kind, agent.ErrTooManyPending):
-			status = http.StatusTooManyRequests
-		}
-		return &apiError{Status: status, Message: ae.Message, Code: ae.Code, Details: ae.Details}
-	}
-	var busy *palm.BusyError
-	if errors.As(err, &busy) {
-		return &apiError{Status: http.StatusServiceUnavailable, Message: busy.Error(), Code: codeTooManyPending}
-	}
 	if errors.Is(err, storage.ErrUnavailable) {
 		return &apiError{Status: http.StatusServiceUnavailable, Message: "the database is unavailable; retry later", Code: codeStorageUnavailable}
 	}
-	for _, m := range []struct {
-		kind   error
-		status int
-		code   string
-	}{
-		{palm.ErrMalformed, http.StatusBadRequest, "invalid_assertion"},
-		{palm.ErrBadAssertion, http.StatusUnauthorized, "assertion_refused"},
-		{palm.ErrNotFound, http.StatusNotFound, "challenge_not_found"},
-		{palm.ErrNotPending, http.StatusConflict, "challenge_not_pending"},
-		{palm.ErrExpired, http.StatusGone, "challenge_expired"},
-		{palm.ErrScanLapsed, http.StatusGone, codeScanURLExpired},
-		{palm.ErrNoDevAttestor, http.StatusNotFound, codeNotFound},
-	} {
-		if errors.Is(err, m.kind) {
-			return &apiError{Status: m.status, Message: err.Error(), Code: m.code}
+	var f *fault.Error
+	var faulter fault.Faulter
+	msg := ""
+	switch {
+	case errors.As(err, &f):
+		msg = f.Message
+		if err != error(f) {
+			msg = err.Error()
 		}
+	case errors.As(err, &faulter):
+		f = faulter.Fault()
+		msg = f.Message
+	}
+	if f != nil && f.Class != fault.Internal {
+		return &apiError{Status: statusOf(f.Class), Message: msg, Code: f.Code, Details: f.Details}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Message: "internal server error", Code: codeInternal}
 }

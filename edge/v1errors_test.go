@@ -1,10 +1,17 @@
 package edge
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage"
 )
 
 // TestDecodeJSONExactKeys: the palm bodies (assertion, deny, dev-scan) match keys
@@ -19,8 +26,10 @@ func TestDecodeJSONExactKeys(t *testing.T) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/palm/challenges/x/dev-scan", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		var v scan
-		err := decodeJSON(httptest.NewRecorder(), r, &v)
-		return v, err
+		if err := decodeJSON(httptest.NewRecorder(), r, &v); err != nil {
+			return v, v1Error(err)
+		}
+		return v, nil
 	}
 	for _, tt := range []struct {
 		name, body string
@@ -60,5 +69,38 @@ func TestDecodeJSONExactKeys(t *testing.T) {
 		if _, err := decode(body); err == nil || err.Code != "invalid_body" {
 			t.Errorf("decodeJSON(%s) = %+v, want invalid_body", body, err)
 		}
+	}
+}
+
+// TestV1ErrorCodes pins the status and code of each error of core in the /v1
+// dialect (the README's error tables).
+func TestV1ErrorCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		status int
+		code   string
+	}{
+		{"malformed assertion", fmt.Errorf("%w: bad base64", palm.ErrMalformed), 400, "invalid_assertion"},
+		{"refused assertion", fmt.Errorf("%w: unknown attestor", palm.ErrBadAssertion), 401, "assertion_refused"},
+		{"unknown challenge", palm.ErrNotFound, 404, "challenge_not_found"},
+		{"not pending", palm.ErrNotPending, 409, "challenge_not_pending"},
+		{"expired", palm.ErrExpired, 410, "challenge_expired"},
+		{"scan URL lapsed", palm.ErrScanLapsed, 410, "scan_url_expired"},
+		{"no dev attestor", palm.ErrNoDevAttestor, 404, "not_found"},
+		{"busy", &palm.BusyError{Purpose: palm.PurposeLogin, RetryAfter: time.Second}, 503, "too_many_pending_requests"},
+		{"store down", fmt.Errorf("x: %w", storage.ErrUnavailable), 503, "storage_unavailable"},
+		{"body", fault.New(fault.Invalid, fault.CodeInvalidBody, "body is not a JSON object"), 400, "invalid_body"},
+		{"anything else", errors.New("boom"), 500, "internal_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := v1Error(tc.err)
+			if e.Status != tc.status || e.Code != tc.code {
+				t.Errorf("v1Error(%v) = %d %s, want %d %s", tc.err, e.Status, e.Code, tc.status, tc.code)
+			}
+			if tc.code != "internal_error" && tc.code != "storage_unavailable" && e.Message != tc.err.Error() {
+				t.Errorf("message %q, want %q", e.Message, tc.err.Error())
+			}
+		})
 	}
 }

@@ -147,7 +147,7 @@ func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Sess
 	replay := replayKey(messageSum(c))
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		if _, err := txn.Get(replay); err == nil {
-			return &Error{Kind: ErrInvalid, Code: CodeReplayed, Message: "this signed message was already used"}
+			return newError(ErrInvalid, CodeReplayed, "this signed message was already used")
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
@@ -203,8 +203,8 @@ func (s *Service) openPending(txn storage.Txn, session *Session) error {
 			return err
 		}
 		if n >= c.max {
-			return &Error{Kind: ErrTooManyPending, Code: CodeTooManyPendingInits,
-				Message: fmt.Sprintf("%s already has %d pending registration sessions; complete or let one expire", c.what, c.max)}
+			return newError(ErrTooManyPending, CodeTooManyPendingInits,
+				fmt.Sprintf("%s already has %d pending registration sessions; complete or let one expire", c.what, c.max))
 		}
 		if err := txn.Set(append(c.prefix, session.ID...), nil, s.sessionTTL); err != nil {
 			return err
@@ -233,7 +233,7 @@ func checkUnregistered(txn storage.Txn, deviceID string, key []byte) error {
 	for _, k := range [][]byte{deviceKey(deviceID), publicKeyKey(key)} {
 		_, err := txn.Get(k)
 		if err == nil {
-			return &Error{Kind: ErrAlreadyRegistered, Code: CodeAlreadyRegistered, Message: "an agent with this deviceId or publicKey is already registered"}
+			return newError(ErrAlreadyRegistered, CodeAlreadyRegistered, "an agent with this deviceId or publicKey is already registered")
 		}
 		if !errors.Is(err, storage.ErrNotFound) {
 			return err
@@ -277,7 +277,7 @@ func (s *Service) Challenge(ctx context.Context, session *Session, renew bool) (
 }
 
 func getSession(txn storage.Txn, id string) (*Session, error) {
-	notFound := &Error{Kind: ErrSessionNotFound, Code: CodeSessionNotFound, Message: "registration session not found"}
+	notFound := newError(ErrSessionNotFound, CodeSessionNotFound, "registration session not found")
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return nil, notFound
 	}

@@ -3,6 +3,8 @@ package agent
 import (
 	"errors"
 	"fmt"
+
+	"github.com/palmgate/palmgate/core/fault"
 )
 
 // Error kinds; the HTTP edge maps each to a status code. Every error this package
@@ -16,9 +18,9 @@ var (
 
 // Stable machine codes of registry errors (the `code` of the error body).
 const (
-	CodeInvalidBody         = "invalid_body"
+	CodeInvalidBody         = fault.CodeInvalidBody
 	CodeMissingField        = "missing_field"
-	CodeInvalidField        = "invalid_field"
+	CodeInvalidField        = fault.CodeInvalidField
 	CodeInvalidPublicKey    = "invalid_public_key"
 	CodeInvalidSignature    = "invalid_signature"
 	CodeInvalidMessage      = "invalid_message"
@@ -31,22 +33,25 @@ const (
 	CodeTooManyPendingInits = "too_many_pending_sessions"
 )
 
-// Error is a client-facing registry error: a kind, a stable code, a message and
-// optional details (such as the offending field).
-type Error struct {
-	Kind    error
-	Code    string
-	Message string
-	Details map[string]any
+// Error is a client-facing registry error: a fault of core's error model whose
+// Kind is one of the kinds above.
+type Error = fault.Error
+
+// classOf is the status class of each kind.
+var classOf = map[error]fault.Class{
+	ErrInvalid:           fault.Invalid,
+	ErrAlreadyRegistered: fault.Conflict,
+	ErrSessionNotFound:   fault.NotFound,
+	ErrTooManyPending:    fault.TooMany,
 }
 
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap lets errors.Is match the kind.
-func (e *Error) Unwrap() error { return e.Kind }
+// newError returns an error of kind with code and message.
+func newError(kind error, code, message string) *Error {
+	return &Error{Class: classOf[kind], Kind: kind, Code: code, Message: message}
+}
 
 func invalid(code, field, format string, args ...any) *Error {
-	e := &Error{Kind: ErrInvalid, Code: code, Message: fmt.Sprintf(format, args...)}
+	e := newError(ErrInvalid, code, fmt.Sprintf(format, args...))
 	if field != "" {
 		e.Details = map[string]any{"field": field}
 	}

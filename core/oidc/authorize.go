@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/palmgate/palmgate/core/jsontime"
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -84,7 +85,8 @@ const MinBindingLen = 32
 
 // ErrOtherBrowser refuses the login page, its nonce and its code to a browser that
 // did not start the login.
-var ErrOtherBrowser = errors.New("this sign-in was started in another browser")
+var ErrOtherBrowser = &fault.Error{Class: fault.Forbidden, Code: ErrAccessDenied,
+	Message: "this sign-in was started in another browser; finish it there, or start again here"}
 
 func bindingHash(binding string) string {
 	sum := sha256.Sum256([]byte(binding))

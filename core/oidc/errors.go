@@ -1,6 +1,10 @@
 package oidc
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/palmgate/palmgate/core/fault"
+)
 
 // OAuth 2.0 and OpenID Connect error codes (RFC 6749 sections 4.1.2.1 and 5.2, OIDC
 // Core 3.1.2.6, RFC 6750 section 3.1).
@@ -19,9 +23,11 @@ const (
 	ErrNotFound                = "not_found"
 )
 
-// Error is an OAuth error answered to a client. The HTTP edge picks the status from
-// the code (invalid_client 401, invalid_token 401, insufficient_scope 403, otherwise
-// 400) and, for authorization errors with RedirectURI set, redirects instead.
+// Error is an OAuth error answered to a client: a fault of core's error model
+// (Fault) whose code is the OAuth error code, with what a redirect needs. The class
+// is Unauthorized for invalid_client and invalid_token, Forbidden for
+// insufficient_scope, Invalid otherwise; the edge's OAuth dialect redirects an
+// authorization error with RedirectURI set instead.
 type Error struct {
 	Code        string
 	Description string
@@ -32,6 +38,18 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }
+
+// Fault is the error in core's model.
+func (e *Error) Fault() *fault.Error {
+	class := fault.Invalid
+	switch e.Code {
+	case ErrInvalidClient, ErrInvalidToken:
+		class = fault.Unauthorized
+	case ErrInsufficientScope:
+		class = fault.Forbidden
+	}
+	return &fault.Error{Class: class, Code: e.Code, Message: e.Description}
+}
 
 func oauthError(code, format string, args ...any) *Error {
 	return &Error{Code: code, Description: fmt.Sprintf(format, args...)}

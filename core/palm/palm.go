@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/palmgate/palmgate/core/jsontime"
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -40,15 +41,16 @@ const (
 	StatusExpired  Status = "expired"
 )
 
-// Errors of challenge completion; the HTTP edge maps each to its status code.
+// Errors of challenge completion, faults of core's error model with their wire
+// codes; returned as they are or wrapped with details (fmt.Errorf("%w: ...")).
 var (
-	ErrNotFound      = errors.New("palm challenge not found")
-	ErrNotPending    = errors.New("palm challenge is no longer pending")
-	ErrExpired       = errors.New("palm challenge has expired")
-	ErrScanLapsed    = errors.New("this scan URL was replaced or has lapsed: scan the code on the page again")
-	ErrMalformed     = errors.New("malformed palm assertion")
-	ErrBadAssertion  = errors.New("palm assertion refused")
-	ErrNoDevAttestor = errors.New("simulated palm scans are off (dev mode only)")
+	ErrNotFound      = &fault.Error{Class: fault.NotFound, Code: "challenge_not_found", Message: "palm challenge not found"}
+	ErrNotPending    = &fault.Error{Class: fault.Conflict, Code: "challenge_not_pending", Message: "palm challenge is no longer pending"}
+	ErrExpired       = &fault.Error{Class: fault.Gone, Code: "challenge_expired", Message: "palm challenge has expired"}
+	ErrScanLapsed    = &fault.Error{Class: fault.Gone, Code: "scan_url_expired", Message: "this scan URL was replaced or has lapsed: scan the code on the page again"}
+	ErrMalformed     = &fault.Error{Class: fault.Invalid, Code: "invalid_assertion", Message: "malformed palm assertion"}
+	ErrBadAssertion  = &fault.Error{Class: fault.Unauthorized, Code: "assertion_refused", Message: "palm assertion refused"}
+	ErrNoDevAttestor = &fault.Error{Class: fault.NotFound, Code: "not_found", Message: "simulated palm scans are off (dev mode only)"}
 )
 
 // How long challenge records are kept. An unfinished challenge (pending, denied or

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/palmgate/palmgate/core/fault"
 )
 
 // BusyError refuses a new challenge while its purpose is at its cap of unfinished
@@ -15,6 +17,14 @@ type BusyError struct {
 
 func (e *BusyError) Error() string {
 	return fmt.Sprintf("too many unfinished %s requests; retry later", e.Purpose)
+}
+
+// CodeTooManyPending is the wire code of a BusyError.
+const CodeTooManyPending = "too_many_pending_requests"
+
+// Fault is the error's fault in core's model: unavailable for now.
+func (e *BusyError) Fault() *fault.Error {
+	return &fault.Error{Class: fault.Unavailable, Code: CodeTooManyPending, Message: e.Error()}
 }
 
 // pendingBucket is the width of the time slots the pending counter keeps.
