@@ -161,23 +161,10 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	return next.ServeHTTP(w, r)
 }
 
-// check verifies the token, then its audience (a token for another resource is
-// invalid here, whatever its scopes), then the scopes.
+// check verifies the token (every check of the one access-token verifier), then
+// its audience, then the scopes.
 func (b *Bearer) check(r *http.Request) (*bearer.Claims, *edge.Refusal) {
-	if b.Audience == "" {
-		return edge.CheckBearer(r, b.verifier, b.Scopes, b.Realm)
-	}
-	claims, refused := edge.CheckBearer(r, b.verifier, nil, b.Realm)
-	if refused != nil {
-		return nil, refused
-	}
-	if !claims.HasAudience(b.Audience) {
-		return nil, edge.AudienceRefusal(b.Realm)
-	}
-	if len(b.Scopes) == 0 {
-		return claims, nil
-	}
-	return edge.CheckBearer(r, b.verifier, b.Scopes, b.Realm) // a cache hit: the token was just verified
+	return edge.CheckBearer(r, b.verifier, b.Audience, b.Scopes, b.Realm)
 }
 
 // UnmarshalCaddyfile sets up the middleware:

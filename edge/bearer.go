@@ -75,23 +75,27 @@ func (f *Refusal) Write(w http.ResponseWriter, logger *zap.Logger) {
 	writeJSON(w, f.Status, oauthErrorBody{Error: f.Code, Description: f.Description})
 }
 
-// AudienceRefusal refuses a valid token issued for another audience.
-func AudienceRefusal(realm string) *Refusal {
+// audienceRefusal refuses a valid token issued for another audience.
+func audienceRefusal(realm string) *Refusal {
 	const desc = "the access token was issued for another audience"
 	return &Refusal{Status: http.StatusUnauthorized,
 		Challenge: `Bearer realm="` + realm + `", error="invalid_token", error_description="` + desc + `"`,
 		Code:      "invalid_token", Description: desc}
 }
 
-// CheckBearer verifies the request's bearer token and required scopes.
-func CheckBearer(r *http.Request, v *bearer.Verifier, scopes []string, realm string) (*bearer.Claims, *Refusal) {
+// CheckBearer verifies the request's bearer token with the verifier's every check,
+// then its audience when audience is not "" (a token for another resource is
+// invalid here, whatever its scopes), then the required scopes.
+func CheckBearer(r *http.Request, v *bearer.Verifier, audience string, scopes []string, realm string) (*bearer.Claims, *Refusal) {
 	token, ok := bearerToken(r)
 	if !ok {
 		return nil, &Refusal{Status: http.StatusUnauthorized, Challenge: `Bearer realm="` + realm + `"`,
 			Code: "invalid_request", Description: "a bearer access token is required"}
 	}
-	claims, err := v.Verify(r.Context(), token)
+	claims, err := v.VerifyFor(r.Context(), token, audience)
 	switch {
+	case errors.Is(err, bearer.ErrWrongAudience):
+		return nil, audienceRefusal(realm)
 	case errors.Is(err, bearer.ErrIssuerUnavailable):
 		return nil, &Refusal{Status: http.StatusServiceUnavailable, Err: err,
 			Code: "temporarily_unavailable", Description: "the token issuer cannot be reached"}

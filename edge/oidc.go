@@ -167,7 +167,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 
 // handleUserinfo answers the claims of the bearer token's subject: only `sub`.
 func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
-	claims, refusal := CheckBearer(r, s.oidc.AccessVerifier(), []string{oidc.ScopeOpenID}, Realm)
+	claims, refusal := CheckBearer(r, s.oidc.AccessVerifier(), "", []string{oidc.ScopeOpenID}, Realm)
 	if refusal != nil {
 		refusal.Write(w, s.logger)
 		return

@@ -15,7 +15,7 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query()["scope"]; len(q) > 0 {
 		scopes = strings.Fields(strings.Join(q, " "))
 	}
-	claims, refusal := CheckBearer(r, s.oidc.AccessVerifier(), scopes, Realm)
+	claims, refusal := CheckBearer(r, s.oidc.AccessVerifier(), "", scopes, Realm)
 	if refusal != nil {
 		refusal.Write(w, s.logger)
 		return

@@ -567,3 +567,40 @@ func TestBearerRevokedGrants(t *testing.T) {
 	u.call(t, e, "GET", "/api/d", "Bearer "+kept.access).expectAdmitted(t, kept, "Bearer "+kept.access)
 	expectChecked(t, e.do(t, "GET", "/oauth2/check", nil, "Authorization", "Bearer "+kept.access), kept)
 }
+
+// TestBearerHandleErrors: palmgate_bearer returns its refusals to Caddy as HTTP
+// errors, so that a site's handle_errors shapes them (here a JSON body with the
+// status) while the RFC 6750 challenge set by the middleware stays.
+func TestBearerHandleErrors(t *testing.T) {
+	t.Parallel()
+	u := newUpstream(t)
+	shop := newOIDCClient("shop", "")
+	site := "palmgate\n" + u.route("/api/*", "scope orders:read") +
+		"handle_errors {\nheader Content-Type application/json\nrespond `{\"shaped\":true,\"status\":{err.status_code}}`\n}\n"
+	e := start(t, oidcOptions([]oidcClient{shop}, site))
+	narrow := e.tokensFor(t, shop, e.subject("alice"), "openid")
+	for _, tc := range []struct {
+		name, authorization string
+		status              int
+		code, scope         string
+	}{
+		{"no token", "", 401, "", ""},
+		{"bad token", "Bearer not-a-token", 401, "invalid_token", ""},
+		{"scope not granted", "Bearer " + narrow.access, 403, "insufficient_scope", "orders:read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := u.call(t, e, "GET", "/api/x", tc.authorization)
+			if p.seen != nil {
+				t.Errorf("%s: the upstream was called for a refused request", p.Request)
+			}
+			if p.Status != tc.status {
+				t.Errorf("%s: status %d, want %d", p.Request, p.Status, tc.status)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(p.Body, &m); err != nil || m["shaped"] != true || m["status"] != float64(tc.status) {
+				t.Errorf("%s: body %s, want the handle_errors body with status %d", p.Request, testserver.Snippet(p.Body), tc.status)
+			}
+			expectChallenge(t, p.Response, tc.status, "palmgate", tc.code, tc.scope)
+		})
+	}
+}

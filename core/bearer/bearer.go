@@ -120,15 +120,7 @@ func NewVerifier(cfg Config) *Verifier {
 	}
 	_, remote := cfg.Keys.(*RemoteKeys)
 	return &Verifier{
-		parser: jwt.NewParser(
-			jwt.WithValidMethods([]string{cfg.Algorithm}),
-			jwt.WithStrictDecoding(),
-			jwt.WithIssuer(cfg.Issuer),
-			jwt.WithExpirationRequired(),
-			jwt.WithIssuedAt(),
-			jwt.WithLeeway(Leeway),
-			jwt.WithTimeFunc(now),
-		),
+		parser:      NewParser(cfg.Issuer, cfg.Algorithm, now),
 		algorithm:   cfg.Algorithm,
 		keys:        cfg.Keys,
 		revocations: cfg.Revocations,
@@ -138,9 +130,26 @@ func NewVerifier(cfg Config) *Verifier {
 	}
 }
 
-// Verify checks token and returns its claims, or an error wrapping ErrInvalidToken,
-// or ErrIssuerUnavailable when the key is not cached and the issuer cannot be reached,
-// or when the revocations cannot be checked (then also wrapping the store's error).
+// ErrWrongAudience is returned (wrapping ErrInvalidToken) for a valid token whose
+// aud does not hold the audience a resource server requires.
+var ErrWrongAudience = fmt.Errorf("%w: the access token was issued for another audience", ErrInvalidToken)
+
+// VerifyFor is Verify, then, when audience is not "", the token's aud must hold it
+// (ErrWrongAudience otherwise).
+func (v *Verifier) VerifyFor(ctx context.Context, token, audience string) (*Claims, error) {
+	claims, err := v.Verify(ctx, token)
+	if err != nil || audience == "" || claims.HasAudience(audience) {
+		return claims, err
+	}
+	return nil, ErrWrongAudience
+}
+
+// Verify checks every rule of an access token: the signature by the issuer's key
+// with the algorithm pinned, `typ` at+jwt, iss, exp (and iat, nbf), sub, sid, and
+// that sid's grant was not revoked (when the verifier sees revocations). It returns
+// the claims, or an error wrapping ErrInvalidToken, or ErrIssuerUnavailable when the
+// key is not cached and the issuer cannot be reached, or when the revocations
+// cannot be checked (then also wrapping the store's error).
 func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	now := v.now()
 	key := v.cacheKey(token)
@@ -191,27 +200,57 @@ func (v *Verifier) cacheKey(token string) string {
 	return token[:i+1] + base64.RawURLEncoding.EncodeToString(keys.NormalizeS(sig))
 }
 
-func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
-	var claims Claims
-	var keyErr error
-	_, err := v.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
-		if typ, _ := t.Header["typ"].(string); !strings.EqualFold(typ, TokenType) && !strings.EqualFold(typ, "application/"+TokenType) {
-			return nil, fmt.Errorf("token type %q is not %s", typ, TokenType)
+// NewParser returns the parser of palmgate's tokens, built once per use: alg pinned,
+// strict base64url (a signature segment with stray bits is another string of the
+// token), issuer, exp required, iat checked, the leeway and the clock.
+func NewParser(issuer, alg string, now func() time.Time) *jwt.Parser {
+	return jwt.NewParser(
+		jwt.WithValidMethods([]string{alg}),
+		jwt.WithStrictDecoding(),
+		jwt.WithIssuer(issuer),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithLeeway(Leeway),
+		jwt.WithTimeFunc(now),
+	)
+}
+
+// KeyFunc finds the verification key of a token of type typ: it checks the `typ`
+// header (so that one kind of token never stands in for another), finds the key by
+// `kid` in src, requires it to be for alg and, unless acceptHighS, an ES256
+// signature in its low-s form (the only one palmgate signs). The key source's
+// error is returned as is, and also stored in *keyErr when keyErr is not nil, so
+// that a caller tells an unavailable issuer from an invalid token.
+func KeyFunc(ctx context.Context, src KeySource, typ, alg string, acceptHighS bool, keyErr *error) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) {
+		if got, _ := t.Header["typ"].(string); !strings.EqualFold(got, typ) && !strings.EqualFold(got, "application/"+typ) {
+			return nil, fmt.Errorf("token type %q is not %s", got, typ)
 		}
 		kid, _ := t.Header["kid"].(string)
-		key, alg, err := v.keys.Key(ctx, kid)
+		key, keyAlg, err := src.Key(ctx, kid)
 		if err != nil {
-			keyErr = err
+			if keyErr != nil {
+				*keyErr = err
+			}
 			return nil, err
 		}
-		if alg != v.algorithm {
-			return nil, fmt.Errorf("key %s is for %s, not %s", kid, alg, v.algorithm)
+		if keyAlg != alg {
+			return nil, fmt.Errorf("key %s is for %s, not %s", kid, keyAlg, alg)
 		}
-		if alg == keys.ES256 && !v.acceptHighS && !keys.LowS(t.Signature) {
+		if alg == keys.ES256 && !acceptHighS && !keys.LowS(t.Signature) {
 			return nil, errors.New("the ES256 signature is not in its low-s form")
 		}
 		return key, nil
-	})
+	}
+}
+
+// verify checks the token itself (not its revocation). Every palmgate access token
+// carries sub, exp and sid (its grant): one without sid could not be revoked, and
+// is refused.
+func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
+	var claims Claims
+	var keyErr error
+	_, err := v.parser.ParseWithClaims(token, &claims, KeyFunc(ctx, v.keys, TokenType, v.algorithm, v.acceptHighS, &keyErr))
 	if err != nil {
 		if errors.Is(keyErr, ErrIssuerUnavailable) {
 			return nil, keyErr
@@ -221,8 +260,8 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}
-	if claims.Subject == "" || claims.ExpiresAt == nil {
-		return nil, fmt.Errorf("%w: sub and exp are required", ErrInvalidToken)
+	if claims.Subject == "" || claims.ExpiresAt == nil || claims.GrantID == "" {
+		return nil, fmt.Errorf("%w: sub, exp and sid are required", ErrInvalidToken)
 	}
 	return &claims, nil
 }

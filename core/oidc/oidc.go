@@ -30,9 +30,6 @@ const (
 	ScopeOfflineAccess = "offline_access"
 )
 
-// clockLeeway tolerates small clock differences when checking token times.
-const clockLeeway = 30 * time.Second
-
 // Config builds a Service.
 type Config struct {
 	Store storage.Store
@@ -91,7 +88,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		clients:        cl,
 		pairwiseSecret: secret,
 		accessTTL:      cfg.AccessTTL, refreshTTL: cfg.RefreshTTL, codeTTL: cfg.CodeTTL, loginTTL: cfg.LoginTTL,
-		refreshParser: newTokenParser(issuer, now),
+		refreshParser: bearer.NewParser(issuer, keys.ES256, now),
 	}
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {
 		return nil, fmt.Errorf("loading revoked grants: %w", err)
@@ -111,15 +108,3 @@ func (s *Service) Issuer() string { return s.issuer }
 
 // AccessTTL is the lifetime of access tokens.
 func (s *Service) AccessTTL() time.Duration { return s.accessTTL }
-
-func newTokenParser(issuer string, now func() time.Time) *jwt.Parser {
-	return jwt.NewParser(
-		jwt.WithValidMethods([]string{keys.ES256}),
-		jwt.WithStrictDecoding(), // a signature segment with stray bits is another string of the token
-		jwt.WithIssuer(issuer),
-		jwt.WithExpirationRequired(),
-		jwt.WithIssuedAt(),
-		jwt.WithLeeway(clockLeeway),
-		jwt.WithTimeFunc(now),
-	)
-}

@@ -227,7 +227,7 @@ func (s *Service) grantTTL(g *grant) time.Duration {
 	if slices.Contains(g.Scopes, ScopeOfflineAccess) {
 		return s.refreshTTL
 	}
-	return s.accessTTL + clockLeeway
+	return s.accessTTL + bearer.Leeway
 }
 
 func (s *Service) putGrant(txn storage.Txn, id string, g *grant, ttl time.Duration) error {
@@ -238,7 +238,7 @@ func (s *Service) putGrant(txn storage.Txn, id string, g *grant, ttl time.Durati
 	if err != nil {
 		return err
 	}
-	return txn.Set(grantKey(id), b, max(g.ExpiresAt.Sub(s.now())+clockLeeway, time.Second))
+	return txn.Set(grantKey(id), b, max(g.ExpiresAt.Sub(s.now())+bearer.Leeway, time.Second))
 }
 
 func getGrant(txn storage.Txn, id string) (*grant, error) {
@@ -272,7 +272,7 @@ func (s *Service) revokeGrant(txn storage.Txn, id string) error {
 		}
 	}
 	// Access tokens issued from the grant until now live at most accessTTL more.
-	until := s.now().Add(s.accessTTL + clockLeeway)
+	until := s.now().Add(s.accessTTL + bearer.Leeway)
 	if err := putRevoked(txn, id, until, s.now()); err != nil {
 		return err
 	}

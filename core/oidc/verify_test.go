@@ -14,6 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/keys"
 )
 
@@ -83,7 +84,7 @@ func TestVerifyAccessToken(t *testing.T) {
 		{"the access token", resp.AccessToken, true},
 		{"typ application/at+jwt", forge(t, jwt.SigningMethodES256, es.Private, map[string]any{"typ": "application/at+jwt", "kid": es.ID}, claims(nil)), true},
 		{"expired within the leeway", forge(t, jwt.SigningMethodES256, es.Private, atHeader, claims(func(c *AccessClaims) {
-			c.ExpiresAt = jwt.NewNumericDate(now.Add(-clockLeeway / 2))
+			c.ExpiresAt = jwt.NewNumericDate(now.Add(-bearer.Leeway / 2))
 		})), true},
 		{"empty", "", false},
 		{"garbage", "a.b.c", false},
@@ -102,7 +103,7 @@ func TestVerifyAccessToken(t *testing.T) {
 		{"typ JWT", forge(t, jwt.SigningMethodES256, es.Private, map[string]any{"typ": "JWT", "kid": es.ID}, claims(nil)), false},
 		{"typ rt+jwt", forge(t, jwt.SigningMethodES256, es.Private, map[string]any{"typ": TypeRefreshToken, "kid": es.ID}, claims(nil)), false},
 		{"expired", forge(t, jwt.SigningMethodES256, es.Private, atHeader, claims(func(c *AccessClaims) {
-			c.ExpiresAt = jwt.NewNumericDate(now.Add(-clockLeeway - time.Second))
+			c.ExpiresAt = jwt.NewNumericDate(now.Add(-bearer.Leeway - time.Second))
 		})), false},
 		{"no exp", forge(t, jwt.SigningMethodES256, es.Private, atHeader, claims(func(c *AccessClaims) { c.ExpiresAt = nil })), false},
 		{"issued in the future", forge(t, jwt.SigningMethodES256, es.Private, atHeader, claims(func(c *AccessClaims) {
@@ -162,7 +163,7 @@ func TestVerifyAccessTokenLifetime(t *testing.T) {
 	}{
 		{"fresh", 0, true},
 		{"just before expiry", accessTTL - time.Second, true},
-		{"at expiry plus leeway", accessTTL + clockLeeway + time.Second, false},
+		{"at expiry plus leeway", accessTTL + bearer.Leeway + time.Second, false},
 		{"long expired", 24 * time.Hour, false},
 	}
 	for _, tc := range tests {

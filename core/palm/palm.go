@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/storage"
 )
 
