@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -33,9 +32,9 @@ func init() {
 
 // Defaults of the app's options.
 const (
-	DefaultAccessTokenTTL         = time.Hour
-	DefaultRefreshTokenTTL        = 90 * 24 * time.Hour
-	DefaultAuthCodeTTL            = 5 * time.Minute
+	DefaultAccessTokenTTL         = oidc.DefaultAccessTTL
+	DefaultRefreshTokenTTL        = oidc.DefaultRefreshTTL
+	DefaultAuthCodeTTL            = oidc.DefaultCodeTTL
 	DefaultRegistrationSessionTTL = 15 * time.Minute
 	DefaultChallengeMaxAge        = 5 * time.Minute
 	DefaultRateLimitRequests      = 120
@@ -177,20 +176,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	attestors := make([]palm.Attestor, 0, len(a.PalmAttestors))
-	for _, pa := range a.PalmAttestors {
-		key, err := palm.ParseAttestorKey(pa.PublicKey)
-		if err != nil {
-			return fmt.Errorf("palm_attestor %s: %w", pa.Name, err)
-		}
-		attestors = append(attestors, palm.Attestor{Name: pa.Name, Key: key})
-	}
 	if err := a.openStore(); err != nil {
 		return err
 	}
 	var err error
 	a.palm, err = palm.NewService(palm.Config{
-		Store: a.store, Issuer: a.Issuer, Attestors: attestors, Dev: a.Dev,
+		Store: a.store, Issuer: a.Issuer, AttestorKeys: a.attestors(), Dev: a.Dev,
 		MaxPending: map[palm.Purpose]int{
 			palm.PurposeLogin:             a.MaxPendingLogins,
 			palm.PurposeAgentRegistration: a.MaxPendingRegistrations,
@@ -213,13 +204,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 	// published and used here within keys.ReloadInterval. ctx ends with this config
 	// generation (a reload starts a new one, with its own Set).
 	go a.keys.Watch(ctx, keys.ReloadInterval)
-	clients := make([]oidc.Client, len(a.Clients))
-	for i, c := range a.Clients {
-		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
-			Scopes: c.Scopes, Resources: c.Resources}
-	}
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
-		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: clients,
+		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: a.oidcClients(),
 		PairwiseSecret: a.PairwiseSecret,
 		AccessTTL:      time.Duration(a.AccessTokenTTL),
 		RefreshTTL:     time.Duration(a.RefreshTokenTTL),
@@ -269,9 +255,6 @@ func (a *App) setDefaults() {
 	for i := range a.Clients {
 		a.Clients[i].Secret = repl.ReplaceKnown(a.Clients[i].Secret, "")
 		a.Clients[i].SecretHash = repl.ReplaceKnown(a.Clients[i].SecretHash, "")
-		if a.Clients[i].Sector == "" {
-			a.Clients[i].Sector = a.Clients[i].ID
-		}
 	}
 }
 
@@ -286,18 +269,8 @@ func (a *App) Validate() error {
 	if err := validateIssuer(a.Issuer, a.Dev); err != nil {
 		return err
 	}
-	if !a.Dev && len(a.PalmAttestors) == 0 {
-		return errors.New("palmgate: neither dev nor any palm_attestor is configured, so no palm scan could ever complete; add `palm_attestor <name> <public key>` (or `dev` for local development)")
-	}
-	seen := map[string]bool{}
-	for _, pa := range a.PalmAttestors {
-		if pa.Name == "" || pa.PublicKey == "" {
-			return errors.New("palm_attestor: a name and a public key are required")
-		}
-		if seen[pa.Name] || (a.Dev && pa.Name == palm.DevAttestorName) {
-			return fmt.Errorf("palm_attestor %s: name used twice", pa.Name)
-		}
-		seen[pa.Name] = true
+	if err := palm.CheckAttestors(a.attestors(), a.Dev); err != nil {
+		return err
 	}
 	if err := a.Storage.validate(); err != nil {
 		return err
@@ -320,7 +293,26 @@ func (a *App) Validate() error {
 	if !a.RateLimit.Off && (a.RateLimit.Requests < 1 || a.RateLimit.Window < caddy.Duration(time.Second)) {
 		return errors.New("rate_limit: needs at least 1 request per window of at least 1s, or `off`")
 	}
-	return validateClients(a.Clients)
+	return oidc.CheckClients(a.oidcClients())
+}
+
+// attestors are the configured palm attestors, as core/palm takes them.
+func (a *App) attestors() []palm.AttestorConfig {
+	list := make([]palm.AttestorConfig, len(a.PalmAttestors))
+	for i, pa := range a.PalmAttestors {
+		list[i] = palm.AttestorConfig{Name: pa.Name, PublicKey: pa.PublicKey}
+	}
+	return list
+}
+
+// oidcClients are the configured clients, as core/oidc takes them.
+func (a *App) oidcClients() []oidc.Client {
+	clients := make([]oidc.Client, len(a.Clients))
+	for i, c := range a.Clients {
+		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
+			Scopes: c.Scopes, Resources: c.Resources}
+	}
+	return clients
 }
 
 func validateIssuer(issuer string, dev bool) error {
@@ -346,49 +338,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func validateClients(clients []Client) error {
-	seen := map[string]bool{}
-	for _, c := range clients {
-		if c.ID == "" {
-			return errors.New("client: a client_id is required")
-		}
-		if seen[c.ID] {
-			return fmt.Errorf("client %s: configured twice", c.ID)
-		}
-		seen[c.ID] = true
-		switch {
-		case c.Secret == "" && c.SecretHash == "":
-			return fmt.Errorf("client %s: secret (or secret_hash) is required", c.ID)
-		case c.Secret != "" && c.SecretHash != "":
-			return fmt.Errorf("client %s: secret and secret_hash are exclusive; give one", c.ID)
-		case c.SecretHash != "":
-			if err := oidc.ParseSecretHash(c.SecretHash); err != nil {
-				return fmt.Errorf("client %s: secret_hash: %w", c.ID, err)
-			}
-		}
-		for _, ru := range c.RedirectURIs {
-			u, err := url.Parse(ru)
-			if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
-				return fmt.Errorf("client %s: redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
-			}
-		}
-		for _, sc := range c.Scopes {
-			if !oidc.ValidScope(sc) {
-				return fmt.Errorf("client %s: scopes: %q is not a scope token", c.ID, sc)
-			}
-		}
-		if len(c.Scopes) > 0 && !slices.Contains(c.Scopes, oidc.ScopeOpenID) {
-			return fmt.Errorf("client %s: scopes must include openid (every login asks for it)", c.ID)
-		}
-		for _, r := range c.Resources {
-			if !oidc.ValidResource(r) {
-				return fmt.Errorf("client %s: resources: %q must be an absolute URI without a fragment", c.ID, r)
-			}
-		}
-	}
-	return nil
 }
 
 // Start starts the app.

@@ -50,6 +50,9 @@ type clients struct {
 }
 
 func newClients(list []Client) (*clients, error) {
+	if err := CheckClients(list); err != nil {
+		return nil, err
+	}
 	c := &clients{macKey: make([]byte, 32), byID: make(map[string]*client, len(list))}
 	_, _ = rand.Read(c.macKey) // crypto/rand never fails on supported platforms
 	c.dummy = c.mac("no client has this secret")
@@ -61,7 +64,7 @@ func newClients(list []Client) (*clients, error) {
 		}
 		sector := cl.Sector
 		if sector == "" {
-			sector = cl.ID
+			sector = cl.ID // the one place of the default
 		}
 		scopes := cl.Scopes
 		if len(scopes) == 0 {
@@ -73,8 +76,6 @@ func newClients(list []Client) (*clients, error) {
 			scopes:       slices.Clone(scopes), resources: slices.Clone(cl.Resources),
 		}
 		switch {
-		case cl.SecretHash != "" && cl.Secret != "":
-			return nil, fmt.Errorf("client %s: give secret or secret_hash, not both", cl.ID)
 		case cl.SecretHash != "":
 			h, err := parseSecretHash(cl.SecretHash)
 			if err != nil {

@@ -30,6 +30,14 @@ const (
 	ScopeOfflineAccess = "offline_access"
 )
 
+// Defaults of the lifetimes a Config leaves zero.
+const (
+	DefaultAccessTTL  = time.Hour
+	DefaultRefreshTTL = 90 * 24 * time.Hour
+	DefaultCodeTTL    = 5 * time.Minute
+	DefaultLoginTTL   = 10 * time.Minute
+)
+
 // Config builds a Service.
 type Config struct {
 	Store storage.Store
@@ -96,8 +104,13 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	s.access = bearer.NewVerifier(bearer.Config{
 		Issuer: issuer, Algorithm: keys.ES256, Keys: cfg.Keys, Revocations: s.revocations, Now: now,
 	})
-	if s.loginTTL == 0 {
-		s.loginTTL = 10 * time.Minute
+	for _, d := range []struct {
+		ttl *time.Duration
+		def time.Duration
+	}{{&s.accessTTL, DefaultAccessTTL}, {&s.refreshTTL, DefaultRefreshTTL}, {&s.codeTTL, DefaultCodeTTL}, {&s.loginTTL, DefaultLoginTTL}} {
+		if *d.ttl == 0 {
+			*d.ttl = d.def
+		}
 	}
 	cfg.Palm.Handle(palm.PurposeLogin, outcome{s})
 	return s, nil

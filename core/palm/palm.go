@@ -169,7 +169,11 @@ type Config struct {
 	Now func() time.Time
 	// Issuer is the service's public base URL, the audience of assertions.
 	Issuer string
-	// Attestors are the trusted palm engines.
+	// AttestorKeys are the trusted palm engines as configured (CheckAttestors);
+	// their keys are parsed here.
+	AttestorKeys []AttestorConfig
+	// Attestors are trusted palm engines with their keys already parsed, in
+	// addition to AttestorKeys.
 	Attestors []Attestor
 	// Dev adds a built-in attestor for simulated scans.
 	Dev bool
@@ -184,7 +188,14 @@ func NewService(cfg Config) (*Service, error) {
 	if now == nil {
 		now = time.Now
 	}
-	attestors := cfg.Attestors
+	var attestors []Attestor
+	if len(cfg.AttestorKeys) > 0 || len(cfg.Attestors) == 0 {
+		var err error
+		if attestors, err = parseAttestors(cfg.AttestorKeys, cfg.Dev); err != nil {
+			return nil, err
+		}
+	}
+	attestors = append(attestors, cfg.Attestors...)
 	var dev *DevAttestor
 	if cfg.Dev {
 		var err error
@@ -192,9 +203,6 @@ func NewService(cfg Config) (*Service, error) {
 			return nil, err
 		}
 		attestors = append(append([]Attestor(nil), attestors...), dev.Attestor())
-	}
-	if len(attestors) == 0 {
-		return nil, errors.New("no palm attestor is configured and dev mode is off: no palm scan could ever complete")
 	}
 	verifier, err := NewVerifier(cfg.Issuer, attestors, now)
 	if err != nil {

@@ -1,0 +1,57 @@
+package oidc
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+)
+
+// CheckClients checks configured clients (the one definition of the rules;
+// NewService refuses what it refuses, and a config's validation may call it
+// early): an id given once, a secret or a secret hash (not both, the hash well
+// formed), absolute redirect URIs without a fragment, scope tokens including
+// openid, and resources that are absolute URIs without a fragment. The messages
+// name the Caddyfile option.
+func CheckClients(clients []Client) error {
+	seen := map[string]bool{}
+	for _, c := range clients {
+		if c.ID == "" {
+			return errors.New("client: a client_id is required")
+		}
+		if seen[c.ID] {
+			return fmt.Errorf("client %s: configured twice", c.ID)
+		}
+		seen[c.ID] = true
+		switch {
+		case c.Secret == "" && c.SecretHash == "":
+			return fmt.Errorf("client %s: secret (or secret_hash) is required", c.ID)
+		case c.Secret != "" && c.SecretHash != "":
+			return fmt.Errorf("client %s: secret and secret_hash are exclusive; give one", c.ID)
+		case c.SecretHash != "":
+			if err := ParseSecretHash(c.SecretHash); err != nil {
+				return fmt.Errorf("client %s: secret_hash: %w", c.ID, err)
+			}
+		}
+		for _, ru := range c.RedirectURIs {
+			u, err := url.Parse(ru)
+			if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
+				return fmt.Errorf("client %s: redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
+			}
+		}
+		for _, sc := range c.Scopes {
+			if !ValidScope(sc) {
+				return fmt.Errorf("client %s: scopes: %q is not a scope token", c.ID, sc)
+			}
+		}
+		if len(c.Scopes) > 0 && !slices.Contains(c.Scopes, ScopeOpenID) {
+			return fmt.Errorf("client %s: scopes must include openid (every login asks for it)", c.ID)
+		}
+		for _, r := range c.Resources {
+			if !ValidResource(r) {
+				return fmt.Errorf("client %s: resources: %q must be an absolute URI without a fragment", c.ID, r)
+			}
+		}
+	}
+	return nil
+}
