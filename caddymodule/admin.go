@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -56,7 +57,7 @@ func stats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := storage.CountByKind(r.Context(), app.Store())
+	counts, err := storage.CountByKind(r.Context(), app.Store(), records.Kind)
 	if err != nil {
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}

@@ -16,6 +16,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 	"github.com/palmgate/palmgate/storage/pgstore"
@@ -190,7 +191,7 @@ func runMigrate(ctx context.Context, from, to migrateEnd, out io.Writer) error {
 	fmt.Fprintf(out, "Copied %d records in %v. Verifying...\n", n, time.Since(began).Round(time.Millisecond))
 
 	began = time.Now()
-	cmp, err := storage.Compare(ctx, src, dst, expiryMargin)
+	cmp, err := storage.Compare(ctx, src, dst, expiryMargin, records.Kind)
 	if err != nil {
 		return fmt.Errorf("verifying the copy (the %d records copied stay in PostgreSQL): %w", n, err)
 	}

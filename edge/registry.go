@@ -2,10 +2,8 @@ package edge
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/palmgate/palmgate/core/agent"
-	"github.com/palmgate/palmgate/core/fault"
 )
 
 // registrationSession is the 201 answer of registration init.
@@ -20,6 +18,21 @@ type registrationStatus struct {
 	Status       agent.SessionStatus `json:"status"`
 	DeviceID     string              `json:"deviceId,omitempty"`
 	Registration *registration       `json:"registration,omitempty"`
+}
+
+// lookup is the answer of the lookups: an unknown agent has registeredAt "never".
+type lookup struct {
+	Registered   bool   `json:"registered"`
+	Verified     bool   `json:"verified"`
+	HumanID      string `json:"humanId,omitempty"`
+	RegisteredAt any    `json:"registeredAt"`
+}
+
+func lookupOf(l *agent.Lookup) lookup {
+	if !l.Registered {
+		return lookup{RegisteredAt: "never"}
+	}
+	return lookup{Registered: true, Verified: l.Verified, HumanID: l.HumanID, RegisteredAt: l.RegisteredAt}
 }
 
 type registration struct {
@@ -83,12 +96,12 @@ func (s *Server) handleVerifySignature(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleLookupDevice(w http.ResponseWriter, r *http.Request) {
-	lookup, err := s.agents.LookupDevice(r.Context(), r.PathValue("deviceId"))
+	l, err := s.agents.LookupDevice(r.Context(), r.PathValue("deviceId"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, lookup)
+	writeJSON(w, http.StatusOK, lookupOf(l))
 }
 
 func (s *Server) handleLookupPublicKey(w http.ResponseWriter, r *http.Request) {
@@ -97,35 +110,10 @@ func (s *Server) handleLookupPublicKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	lookup, err := s.agents.LookupPublicKey(r.Context(), key)
+	l, err := s.agents.LookupPublicKey(r.Context(), key)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, lookup)
-}
-
-func (s *Server) handleLeaderboard(w http.ResponseWriter, r *http.Request) {
-	limit := agent.DefaultLeaderboardLimit
-	if q := r.URL.Query().Get("limit"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n < 1 || n > agent.MaxLeaderboardLimit {
-			s.writeError(w, r, fault.Field(fault.Invalid, fault.CodeInvalidField, "limit",
-				"limit must be an integer from 1 to %d", agent.MaxLeaderboardLimit))
-			return
-		}
-		limit = n
-	}
-	body, err := s.agents.LeaderboardJSON(r.Context(), limit)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	writeJSON(w, http.StatusOK, lookupOf(l))
 }

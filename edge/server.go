@@ -48,6 +48,7 @@ type Server struct {
 	logger   *zap.Logger
 	clientIP func(*http.Request) string
 	mux      *http.ServeMux
+	board    boardEncodings
 }
 
 // New builds the server and its routes.

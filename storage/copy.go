@@ -49,7 +49,7 @@ var ErrNotEmpty = errors.New("storage: the target store is not empty")
 
 // KindComparison is the result of Compare for one kind of record.
 type KindComparison struct {
-	// Kind is the first two slash-separated segments of the keys (see CountByKind).
+	// Kind is the kind of the records, as the KindFunc given to Compare names it.
 	Kind string
 	// Source and Target count the records of the kind compared on each side.
 	Source, Target int
@@ -84,7 +84,7 @@ func (c Comparison) OK() bool {
 }
 
 // Compare reads src and dst side by side, in key order, and compares them per kind
-// of record (the first two slash-separated segments of the key, as CountByKind):
+// of record (as kind names it: the domain's rule, core/records.Kind):
 // how many records, and a SHA-256 checksum over their keys, values and expiry
 // instants in key order.
 //
@@ -96,7 +96,7 @@ func (c Comparison) OK() bool {
 // server). Every other record counts: one on one side only makes the counts differ,
 // and one whose value or expiry differs makes the checksums differ. A record on both
 // sides always counts, so a copy with wrong expiry instants does not match.
-func Compare(ctx context.Context, src, dst Exporter, margin time.Duration) (Comparison, error) {
+func Compare(ctx context.Context, src, dst Exporter, margin time.Duration, kind KindFunc) (Comparison, error) {
 	nextSrc, stopSrc, errSrc := pull(ctx, src, "the source")
 	defer stopSrc()
 	nextDst, stopDst, errDst := pull(ctx, dst, "the target")
@@ -104,7 +104,7 @@ func Compare(ctx context.Context, src, dst Exporter, margin time.Duration) (Comp
 
 	kinds := map[string]*kindSums{}
 	sums := func(key []byte) *kindSums {
-		k := kindOf(key)
+		k := kind(key)
 		ks := kinds[k]
 		if ks == nil {
 			ks = &kindSums{KindComparison: KindComparison{Kind: k}, src: sha256.New(), dst: sha256.New()}

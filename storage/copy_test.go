@@ -94,7 +94,7 @@ func TestCompare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := storage.Compare(context.Background(), tt.src, tt.dst, margin)
+			got, err := storage.Compare(context.Background(), tt.src, tt.dst, margin, firstTwo)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,11 +157,11 @@ func kind(key []byte) string {
 func TestCompareChecksumIsOfTheRecords(t *testing.T) {
 	a := records{rec("k/a/1", "v", time.Time{})}
 	b := records{rec("k/a/1", "w", time.Time{})}
-	ca, err := storage.Compare(context.Background(), a, a, 0)
+	ca, err := storage.Compare(context.Background(), a, a, 0, firstTwo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := storage.Compare(context.Background(), b, b, 0)
+	cb, err := storage.Compare(context.Background(), b, b, 0, firstTwo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestCompareReadError(t *testing.T) {
 		{"target", records{}, failing{nil, boom}, "reading the target: boom"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := storage.Compare(context.Background(), tt.src, tt.dst, 0)
+			_, err := storage.Compare(context.Background(), tt.src, tt.dst, 0, firstTwo)
 			if !errors.Is(err, boom) || err.Error() != tt.want {
 				t.Errorf("Compare error = %v, want %q", err, tt.want)
 			}

@@ -27,7 +27,7 @@ func TestCountByKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := storage.CountByKind(ctx, s)
+	got, err := storage.CountByKind(ctx, s, firstTwo)
 	if err != nil {
 		t.Fatal(err)
 	}

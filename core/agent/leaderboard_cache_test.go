@@ -2,13 +2,12 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
 )
 
-// TestLeaderboardCache: a cached leaderboard (entries and JSON) is dropped as
+// TestLeaderboardCache: a cached leaderboard (entries and its fill) is dropped as
 // soon as a registration commits, at every limit, and lives at most
 // leaderboardMaxAge otherwise.
 func TestLeaderboardCache(t *testing.T) {
@@ -20,13 +19,12 @@ func TestLeaderboardCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := h.reg.LeaderboardJSON(ctx, limit)
+		j, fill, err := h.reg.LeaderboardFill(ctx, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var j []LeaderboardEntry
-		if err := json.Unmarshal(b, &j); err != nil {
-			t.Fatal(err)
+		if fill == 0 {
+			t.Fatalf("limit %d: a read with no registration meanwhile was not cached", limit)
 		}
 		return e, j
 	}

@@ -19,13 +19,13 @@ const (
 	MaxLeaderboardLimit     = 1000
 )
 
-// Lookup is the public view of an agent. An unknown agent is not registered and has
-// RegisteredAt "never".
+// Lookup is the public view of an agent. An unknown agent is not registered, and
+// its RegisteredAt is the zero Time (the API says "never").
 type Lookup struct {
-	Registered   bool   `json:"registered"`
-	Verified     bool   `json:"verified"`
-	HumanID      string `json:"humanId,omitempty"`
-	RegisteredAt any    `json:"registeredAt"`
+	Registered   bool
+	Verified     bool
+	HumanID      string
+	RegisteredAt Time
 }
 
 // SignatureCheck is the answer to a signature verification.
@@ -109,7 +109,7 @@ func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*
 
 func lookupOf(r *Registered) *Lookup {
 	if r == nil {
-		return &Lookup{RegisteredAt: "never"}
+		return &Lookup{}
 	}
 	return &Lookup{Registered: true, Verified: true, HumanID: r.HumanID, RegisteredAt: r.RegisteredAt}
 }
@@ -152,23 +152,17 @@ func decodeRegistered(deviceID string, b []byte) (*Registered, error) {
 // nothing (no request is admitted or refused on it); it only ranks.
 const leaderboardMaxAge = time.Second
 
-// maxCachedEncodings bounds the encodings kept per fill (one per limit asked), so
-// that asking for every limit cannot fill memory.
-const maxCachedEncodings = 8
-
-// leaderboardCache holds the last leaderboard read, as entries and as the JSON
-// the API answers per limit. It is valid while no registration has committed
+// leaderboardCache holds the last leaderboard read. It is valid while no registration has committed
 // since the read (gen) and for at most leaderboardMaxAge.
 type leaderboardCache struct {
 	gen atomic.Uint64 // bumped after every committed registration
 
 	mu       sync.Mutex
-	fill     uint64 // number of the current fill, which the JSON belongs to
+	fill     uint64 // number of the current fill (LeaderboardFill)
 	readGen  uint64
 	readAt   time.Time
 	entries  []LeaderboardEntry // read-only once cached; nil: nothing cached
 	complete bool               // entries are the whole leaderboard
-	json     map[int][]byte     // by limit
 }
 
 // lookup returns the first limit cached entries and the fill they belong to,
@@ -203,7 +197,7 @@ func (s *Service) leaderboard(ctx context.Context, limit int) ([]LeaderboardEntr
 	defer c.mu.Unlock()
 	if g == c.gen.Load() {
 		c.fill++
-		c.entries, c.complete, c.readGen, c.readAt, c.json = entries, len(entries) < limit, g, now, nil
+		c.entries, c.complete, c.readGen, c.readAt = entries, len(entries) < limit, g, now
 		return entries, c.fill, nil
 	}
 	return entries, 0, nil
@@ -219,38 +213,12 @@ func (s *Service) Leaderboard(ctx context.Context, limit int) ([]LeaderboardEntr
 	return entries, err
 }
 
-// LeaderboardJSON is Leaderboard encoded as the API answers it (a JSON array and
-// a newline), cached with the entries.
-func (s *Service) LeaderboardJSON(ctx context.Context, limit int) ([]byte, error) {
-	limit = leaderboardLimit(limit)
-	c := &s.board
-	g, now := c.gen.Load(), s.now()
-	c.mu.Lock()
-	if _, fill, ok := c.lookup(g, now, limit); ok {
-		if b, ok := c.json[limit]; ok && fill == c.fill {
-			c.mu.Unlock()
-			return b, nil
-		}
-	}
-	c.mu.Unlock()
-	entries, fill, err := s.leaderboard(ctx, limit)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(entries)
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, '\n')
-	c.mu.Lock()
-	if fill != 0 && fill == c.fill && len(c.json) < maxCachedEncodings {
-		if c.json == nil {
-			c.json = map[int][]byte{}
-		}
-		c.json[limit] = b
-	}
-	c.mu.Unlock()
-	return b, nil
+// LeaderboardFill is Leaderboard with the number of the cache fill the entries
+// belong to, 0 when they were read but not cached. Two answers with the same
+// non-zero fill and limit hold the same entries, so a caller may keep what it makes
+// of them (the edge, their JSON) by fill and limit.
+func (s *Service) LeaderboardFill(ctx context.Context, limit int) ([]LeaderboardEntry, uint64, error) {
+	return s.leaderboard(ctx, leaderboardLimit(limit))
 }
 
 func leaderboardLimit(limit int) int {

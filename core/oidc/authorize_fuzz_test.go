@@ -17,6 +17,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 )
@@ -86,7 +87,7 @@ type storeState struct {
 func (p *fuzzProvider) state(t *testing.T) storeState {
 	t.Helper()
 	ctx := context.Background()
-	counts, err := storage.CountByKind(ctx, p.store)
+	counts, err := storage.CountByKind(ctx, p.store, records.Kind)
 	if err != nil {
 		t.Fatalf("CountByKind: %v", err)
 	}
