@@ -15,6 +15,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -281,18 +282,7 @@ func getSession(txn storage.Txn, id string) (*Session, error) {
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return nil, notFound
 	}
-	b, err := txn.Get(sessionKey(id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, notFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	var session Session
-	if err := json.Unmarshal(b, &session); err != nil {
-		return nil, fmt.Errorf("decoding registration session %s: %w", id, err)
-	}
-	return &session, nil
+	return records.Get[Session](txn, sessionKey(id), notFound, "registration session "+id)
 }
 
 // putSession stores session, kept as palm.KeepFor says: a completed one a day, an

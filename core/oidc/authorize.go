@@ -19,6 +19,7 @@ import (
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -35,8 +36,7 @@ const (
 )
 
 var (
-	scopeToken    = regexp.MustCompile(`^[\x21\x23-\x5B\x5D-\x7E]+$`) // RFC 6749 3.3
-	pkceChallenge = regexp.MustCompile(`^[A-Za-z0-9\-._~]{43,128}$`)  // RFC 7636 4.1
+	scopeToken = regexp.MustCompile(`^[\x21\x23-\x5B\x5D-\x7E]+$`) // RFC 6749 3.3
 )
 
 // AuthRequestStatus is the state of an authorization request.
@@ -162,7 +162,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 		return nil, oauthError(ErrInvalidRequest, "code_challenge_method without code_challenge")
 	case challenge != "" && method != pkceS256:
 		return nil, oauthError(ErrInvalidRequest, "code_challenge_method must be S256 (plain is not supported)")
-	case challenge != "" && !pkceChallenge.MatchString(challenge):
+	case challenge != "" && !pkceString.MatchString(challenge):
 		return nil, oauthError(ErrInvalidRequest, "code_challenge must be 43 to 128 unreserved characters")
 	}
 	if slices.Contains(strings.Fields(params.Get("prompt")), "none") {
@@ -225,18 +225,7 @@ func getAuthRequest(txn storage.Txn, id string) (*AuthRequest, error) {
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return nil, notFound
 	}
-	b, err := txn.Get(authRequestKey(id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, notFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ar AuthRequest
-	if err := json.Unmarshal(b, &ar); err != nil {
-		return nil, fmt.Errorf("decoding authorization request %s: %w", id, err)
-	}
-	return &ar, nil
+	return records.Get[AuthRequest](txn, authRequestKey(id), notFound, "authorization request "+id)
 }
 
 // LoginState is an authorization request with its palm challenge, as the browser

@@ -206,7 +206,7 @@ func FuzzAuthorize(f *testing.F) {
 		if ar.State != params.Get("state") || len(ar.State) > MaxStateLen || ar.Nonce != params.Get("nonce") || len(ar.Nonce) > MaxNonceLen {
 			t.Fatalf("request state %q / nonce %q, asked %q / %q", ar.State, ar.Nonce, params.Get("state"), params.Get("nonce"))
 		}
-		if ar.CodeChallenge != "" && (!pkceChallenge.MatchString(ar.CodeChallenge) || params.Get("code_challenge_method") != pkceS256) {
+		if ar.CodeChallenge != "" && (!pkceString.MatchString(ar.CodeChallenge) || params.Get("code_challenge_method") != pkceS256) {
 			t.Fatalf("accepted code_challenge %q with method %q", ar.CodeChallenge, params.Get("code_challenge_method"))
 		}
 		if ar.CodeChallenge != params.Get("code_challenge") || ar.Status != RequestPending || ar.ChallengeID == "" {

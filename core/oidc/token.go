@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -19,10 +18,9 @@ import (
 
 	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
-
-var pkceVerifier = regexp.MustCompile(`^[A-Za-z0-9\-._~]{43,128}$`) // RFC 7636 4.1
 
 // codeRecord is a stored authorization code, bound to everything it may be used with.
 type codeRecord struct {
@@ -134,7 +132,7 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	if redirectURI == "" {
 		return nil, oauthError(ErrInvalidRequest, "redirect_uri is required")
 	}
-	if verifier != "" && !pkceVerifier.MatchString(verifier) {
+	if verifier != "" && !pkceString.MatchString(verifier) {
 		return nil, oauthError(ErrInvalidRequest, "code_verifier must be 43 to 128 unreserved characters")
 	}
 	cl := s.clients.get(clientID)
@@ -242,18 +240,7 @@ func (s *Service) putGrant(txn storage.Txn, id string, g *grant, ttl time.Durati
 }
 
 func getGrant(txn storage.Txn, id string) (*grant, error) {
-	b, err := txn.Get(grantKey(id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, oauthError(ErrInvalidGrant, "the grant has expired or was revoked")
-	}
-	if err != nil {
-		return nil, err
-	}
-	var g grant
-	if err := json.Unmarshal(b, &g); err != nil {
-		return nil, fmt.Errorf("decoding grant %s: %w", id, err)
-	}
-	return &g, nil
+	return records.Get[grant](txn, grantKey(id), oauthError(ErrInvalidGrant, "the grant has expired or was revoked"), "grant "+id)
 }
 
 // revokeGrant marks a grant revoked: its refresh tokens and access tokens stop

@@ -10,7 +10,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/jsontime"
+	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -280,16 +280,9 @@ func GetChallenge(txn storage.Txn, id string) (*Challenge, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return nil, ErrNotFound
 	}
-	b, err := txn.Get(challengeKey(id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrNotFound
-	}
+	r, err := records.Get[record](txn, challengeKey(id), ErrNotFound, "palm challenge "+id)
 	if err != nil {
 		return nil, err
-	}
-	var r record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("decoding palm challenge %s: %w", id, err)
 	}
 	c := r.Challenge
 	c.Ref, c.HumanID, c.scanIssuedAt, c.replaced = r.Ref, r.HumanID, r.ScanIssuedAt, r.Replaced

@@ -5,7 +5,14 @@
 // records by Kind.
 package records
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/palmgate/palmgate/storage"
+)
 
 // Kind is the kind of the record under key: the first two slash-separated segments
 // ("agent/d", "oidc/code"), or the whole key when it has fewer.
@@ -19,4 +26,22 @@ func Kind(key []byte) string {
 		return string(key[:first])
 	}
 	return string(key[:first+1+second])
+}
+
+// Get reads the JSON record under key in txn into a new T: notFound when there is
+// none, the store's error as is, and a decoding error naming what (such as
+// "grant 1234") for a record that is not a T.
+func Get[T any](txn storage.Txn, key []byte, notFound error, what string) (*T, error) {
+	b, err := txn.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", what, err)
+	}
+	return &v, nil
 }
