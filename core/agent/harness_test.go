@@ -2,15 +2,13 @@ package agent
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/clocktest"
 	"github.com/palmgate/palmgate/storage"
-	"github.com/palmgate/palmgate/storage/badgerstore"
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 const (
@@ -20,25 +18,10 @@ const (
 )
 
 // fakeClock is the injected clock: tests move it, nothing sleeps.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = clocktest.Clock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 21, 20, 0, 0, 123_000_000, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	return clocktest.New(time.Date(2026, 11, 21, 20, 0, 0, 123_000_000, time.UTC))
 }
 
 // harness is a registry on a real Badger store with a dev-mode palm service.
@@ -51,15 +34,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	store, err := badgerstore.Open(t.TempDir(), zap.NewNop())
-	if err != nil {
-		t.Fatalf("badgerstore.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := store.Close(); err != nil {
-			t.Errorf("closing store: %v", err)
-		}
-	})
+	store := memstore.New() // core's rules, not Badger's, are under test
 	clock := newFakeClock()
 	p, err := palm.NewService(palm.Config{Store: store, Now: clock.Now, Issuer: testIssuer, Dev: true})
 	if err != nil {

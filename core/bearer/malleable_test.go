@@ -13,10 +13,9 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/keys"
-	"github.com/palmgate/palmgate/storage/badgerstore"
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 // orderP256 is n, the order of P-256 (SEC 2, section 2.4.2).
@@ -54,11 +53,7 @@ type tokenFixture struct {
 
 func newTokenFixture(t *testing.T, issuer string) *tokenFixture {
 	t.Helper()
-	store, err := badgerstore.Open(t.TempDir(), zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := memstore.New() // core's rules, not Badger's, are under test
 	now := time.Now()
 	set, err := keys.Open(context.Background(), store, func() time.Time { return now })
 	if err != nil {

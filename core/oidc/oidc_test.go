@@ -9,7 +9,6 @@ import (
 	"errors"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +17,10 @@ import (
 
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/clocktest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 const (
@@ -52,23 +53,8 @@ var testClients = []Client{
 	{ID: "third", Secret: "third-secret", RedirectURIs: []string{"https://third.example.test/cb"}, Sector: sharedSector},
 }
 
-// fakeClock is a settable clock, safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// fakeClock is the injected clock: tests move it, nothing sleeps.
+type fakeClock = clocktest.Clock
 
 // harness is a Service on a real Badger store, with a palm service in dev mode.
 type harness struct {
@@ -81,22 +67,14 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	store, err := badgerstore.Open(t.TempDir(), zap.NewNop())
-	if err != nil {
-		t.Fatalf("badgerstore.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := store.Close(); err != nil {
-			t.Errorf("closing store: %v", err)
-		}
-	})
+	store := memstore.New() // core's rules, not Badger's, are under test
 	return newHarnessOn(t, store, testSecret)
 }
 
 func newHarnessOn(t *testing.T, store storage.Store, secret string) *harness {
 	t.Helper()
 	// Real time (the store's TTLs use it), to the second as JWT times are.
-	h := &harness{clock: &fakeClock{now: time.Now().Truncate(time.Second)}, store: store}
+	h := &harness{clock: clocktest.New(time.Now().Truncate(time.Second)), store: store}
 	ctx := context.Background()
 	var err error
 	if h.palm, err = palm.NewService(palm.Config{Store: store, Now: h.clock.Now, Issuer: testIssuer, Dev: true}); err != nil {

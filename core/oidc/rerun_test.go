@@ -5,10 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"go.uber.org/zap"
-
 	"github.com/palmgate/palmgate/storage"
-	"github.com/palmgate/palmgate/storage/badgerstore"
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 // rerunStore runs every Update's fn twice: once in a transaction it then throws
@@ -37,11 +35,7 @@ func (s rerunStore) Update(ctx context.Context, fn func(storage.Txn) error) erro
 // run into the second (an exchange used to find its own first run's grant id and
 // report the code reused).
 func TestTransactionsRunTwice(t *testing.T) {
-	store, err := badgerstore.Open(t.TempDir(), zap.NewNop())
-	if err != nil {
-		t.Fatalf("badgerstore.Open: %v", err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := memstore.New() // core's rules, not Badger's, are under test
 	h := newHarnessOn(t, rerunStore{store}, testSecret)
 	l := h.login(t, params("scope", "openid offline_access"), "alice")
 	tok, err := h.svc.ExchangeCode(context.Background(), "app", l.code, appRedirect, "")

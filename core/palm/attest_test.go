@@ -13,35 +13,21 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/palmgate/palmgate/internal/clocktest"
 )
 
 const testIssuer = "https://id.example.com"
 
 // fakeClock is the injected clock: tests move it, nothing sleeps.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = clocktest.Clock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	return clocktest.New(time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC))
 }
 
 // testAttestor is a palm engine the tests control: a name, a signing key and the

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/storage"
-	"github.com/palmgate/palmgate/storage/badgerstore"
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 const testTTL = 5 * time.Minute
@@ -52,20 +51,13 @@ type palmHarness struct {
 
 func newPalmHarness(t *testing.T, dev bool) *palmHarness {
 	t.Helper()
-	store, err := badgerstore.Open(t.TempDir(), zap.NewNop())
-	if err != nil {
-		t.Fatalf("badgerstore.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := store.Close(); err != nil {
-			t.Errorf("closing store: %v", err)
-		}
-	})
+	store := memstore.New() // core's rules, not Badger's, are under test
 	h := &palmHarness{
 		clock: newFakeClock(), store: store,
 		a: newEd25519Attestor(t, "engine-a"), b: newP256Attestor(t, "engine-b"),
 		outcome: &recordingOutcome{},
 	}
+	var err error
 	h.svc, err = NewService(Config{
 		Store: store, Now: h.clock.Now, Issuer: testIssuer,
 		Attestors: []Attestor{h.a.attestor(), h.b.attestor()}, Dev: dev,
@@ -435,11 +427,7 @@ func TestDevScan(t *testing.T) {
 }
 
 func TestNewService(t *testing.T) {
-	store, err := badgerstore.Open(t.TempDir(), zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := memstore.New() // core's rules, not Badger's, are under test
 	ed := newEd25519Attestor(t, "engine-a")
 	tests := []struct {
 		name    string
