@@ -40,22 +40,13 @@ type registration struct {
 	RegisteredAt agent.Time `json:"registeredAt"`
 }
 
-// readChallenge reads and parses an AgentChallenge body.
-func readChallenge(w http.ResponseWriter, r *http.Request) (*agent.Challenge, error) {
-	body, err := readJSONBody(w, r)
-	if err != nil {
-		return nil, err
-	}
-	return agent.ParseChallenge(body)
-}
-
 func (s *Server) handleRegisterInit(w http.ResponseWriter, r *http.Request) {
-	c, err := readChallenge(w, r)
+	body, err := readJSONBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	session, err := s.agents.Init(r.Context(), c, s.limiter.address(r))
+	session, err := s.agents.InitRequest(r.Context(), body, s.limiter.address(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -82,12 +73,12 @@ func (s *Server) handleRegisterStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleVerifySignature(w http.ResponseWriter, r *http.Request) {
-	c, err := readChallenge(w, r)
+	body, err := readJSONBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	check, err := s.agents.VerifySignature(r.Context(), c)
+	check, err := s.agents.VerifySignatureRequest(r.Context(), body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
