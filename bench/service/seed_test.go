@@ -70,7 +70,7 @@ func TestSeedLayout(t *testing.T) {
 		} {
 			got, err := l()
 			if err != nil || !got.Registered || got.HumanID != HumanID(int(owners[i])) ||
-				got.RegisteredAt.(agent.Time).Format() != agent.Time(RegisteredAt(i)).Format() {
+				got.RegisteredAt.Format() != agent.Time(RegisteredAt(i)).Format() {
 				t.Fatalf("lookup of agent %d: %+v %v", i, got, err)
 			}
 		}
