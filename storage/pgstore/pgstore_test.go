@@ -972,3 +972,37 @@ func TestQueuedWrites(t *testing.T) {
 		t.Errorf("%d records of failed Updates were committed", n)
 	}
 }
+
+// BenchmarkUpdate measures one Update shaped like a registration's first step
+// (four point reads of missing keys, a prefix scan, five writes) on one
+// connection after another: its latency is mostly round trips.
+func BenchmarkUpdate(b *testing.B) {
+	s := closeT(b, openT(b, config(b, pgtest.DSN(b))))
+	ctx := context.Background()
+	var n int
+	for b.Loop() {
+		n++
+		err := s.Update(ctx, func(tx storage.Txn) error {
+			for _, k := range []string{"r/", "d/", "k/", "g/"} {
+				if _, err := tx.Get(fmt.Appendf(nil, "%s%d", k, n)); !errors.Is(err, storage.ErrNotFound) {
+					return fmt.Errorf("get: %v", err)
+				}
+			}
+			if err := tx.Set(fmt.Appendf(nil, "g/%d", n), nil, time.Hour); err != nil {
+				return err
+			}
+			if err := tx.IterateKeys(fmt.Appendf(nil, "p/%d/", n), func([]byte) (bool, error) { return true, nil }); err != nil {
+				return err
+			}
+			for _, k := range []string{"p/%d/s", "r/%d", "s/%d", "c/%d"} {
+				if err := tx.Set(fmt.Appendf(nil, k, n), []byte("value"), time.Hour); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
