@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,6 +160,19 @@ func TestStorageLoad(t *testing.T) {
 			b.publicKey = append(b.publicKey, loadgen.GetRequest(b.host, keyPaths[i]))
 		}
 		b.regPerRound = int(regPoolFallback * (*loadWarmup + *loadDuration).Seconds())
+	}
+
+	// Steady state for the signature checks: every agent of the sample checked
+	// once, so that palmgate remembers its key (a registration is permanent) on
+	// both backends, as a server that has run for a while would.
+	if selected("verify-reg") {
+		for _, b := range backends {
+			start := time.Now()
+			if err := sendAll(b.host, b.verify, *loadConns); err != nil {
+				t.Fatalf("%s: checking every sampled agent once: %v", b.name, err)
+			}
+			logf("%s: checked the %d sampled agents once in %s", b.name, len(b.verify), time.Since(start).Round(time.Millisecond))
+		}
 	}
 
 	// The most exchanges per second the cores could sign: the first round's
@@ -322,6 +337,35 @@ func TestStorageLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// sendAll sends every request once, on conns connections, each expecting 200.
+func sendAll(host string, reqs [][]byte, conns int) error {
+	var next atomic.Int64
+	errs := make([]error, conns)
+	var wg sync.WaitGroup
+	for w := range conns {
+		wg.Go(func() {
+			c, err := loadgen.Dial(host)
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			defer c.Close()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(reqs)) {
+					return
+				}
+				if code, err := c.RoundTrip(reqs[i]); err != nil || code != http.StatusOK {
+					errs[w] = fmt.Errorf("status %d: %v", code, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // seedPostgres writes the seed's records into the database of dsn through
