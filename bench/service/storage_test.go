@@ -80,15 +80,15 @@ func (r storageResult) window() time.Duration { return r.After.At.Sub(r.Before.A
 func (r storageResult) ours() time.Duration { return r.ProcessCPU + r.SelfCPU + r.pgCPU }
 
 // bound says what limited a run: the CPUs when caddy, PostgreSQL and the load
-// generator together kept nearly every core busy, else waiting (round trips,
-// synced commits, locks).
+// generator together kept nearly every core that other processes left them
+// busy, else waiting (round trips, synced commits, locks, retries' pauses).
 func (r storageResult) bound() string {
 	cores := r.ours().Seconds() / r.window().Seconds()
-	n := float64(runtime.NumCPU())
-	if cores >= 0.85*n {
-		return fmt.Sprintf("CPU (%.2f of %d cores)", cores, runtime.NumCPU())
+	left := float64(runtime.NumCPU()) - r.otherCores
+	if cores >= 0.85*left {
+		return fmt.Sprintf("CPU (%.2f of the %.2f cores others left)", cores, left)
 	}
-	return fmt.Sprintf("waits (%.2f of %d cores busy)", cores, runtime.NumCPU())
+	return fmt.Sprintf("waits (%.2f of the %.2f cores others left)", cores, left)
 }
 
 // storageKind is one operation measured on both backends.
@@ -592,7 +592,7 @@ func storageReport(kinds []storageKind, results map[string][]storageResult, cfg 
 		cfg.Humans, cfg.Agents, *storageBuffers, maxConns)
 	fmt.Fprintf(&b, "method: %d rounds x %d operations x 2 backends, operations in a rotated order, backends alternating first; %s warm-up + %s measured each; requests %d connections, registrations %d workers; medians over rounds; PG/Badger is the median of the per-round ratios\n\n",
 		*loadRounds, len(kinds), *loadWarmup, *loadDuration, *loadConns, *loadAgents)
-	b.WriteString("| operation | backend | ops/s | p50 | p99 | caddy CPU µs/op | postgres CPU µs/op | load gen. CPU µs/op | bound (cores busy: caddy + postgres + load gen.) | others (cores) |\n")
+	b.WriteString("| operation | backend | ops/s | p50 | p99 | caddy CPU µs/op | postgres CPU µs/op | load gen. CPU µs/op | bound (cores busy: caddy + postgres + load gen.; of the run whose rate is the median) | others (cores) |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	rate := func(r storageResult) float64 { return r.Rate() }
 	var noisy []string
