@@ -22,6 +22,8 @@
 // reopen a store, or stop and restart a cluster (a clean, fast shutdown), still see
 // every committed write, because the server still writes its WAL before a commit
 // returns (synchronous_commit stays on) and writes all data out at shutdown.
+// NewClusterWith with ClusterOptions.Durable starts a cluster with fsync and
+// full_page_writes on instead, as a production server runs, for benchmarks.
 package pgtest
 
 import (
