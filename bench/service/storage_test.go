@@ -37,6 +37,7 @@ var (
 	storageAgents   = flag.Int("storage.agents", 20_000, "TestStorageLoad: seeded agents, in both stores")
 	storageMaxConns = flag.Int("storage.max_conns", 0, "TestStorageLoad: max_conns of `storage postgres` (0: palmgate's default, 10)")
 	storageBuffers  = flag.String("storage.shared_buffers", "128MB", "TestStorageLoad: shared_buffers of the PostgreSQL cluster")
+	storageSettings = flag.String("storage.pg_settings", "", "TestStorageLoad: further PostgreSQL server settings, comma-separated name=value")
 	storagePGStat   = flag.Bool("storage.pgstat", false, "TestStorageLoad: load pg_stat_statements and print, for each PostgreSQL scenario of the last round, the statements per operation")
 )
 
@@ -120,6 +121,9 @@ func TestStorageLoad(t *testing.T) {
 
 	// PostgreSQL: a private cluster as durable as Badger's synced writes.
 	settings := []string{"shared_buffers=" + *storageBuffers, "max_connections=200"}
+	if *storageSettings != "" {
+		settings = append(settings, strings.Split(*storageSettings, ",")...)
+	}
 	if *storagePGStat {
 		settings = append(settings, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_utility=on")
 	}
