@@ -20,12 +20,14 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "palmgate",
-		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>]",
-		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash)",
+		Usage: "hash-secret|client ...",
+		Short: "palmgate tools (hash-secret; client add|list|show|update|rotate-secret|remove)",
 		Long: `
 palmgate's command-line tools.
 
   caddy palmgate hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>]
+  caddy palmgate client add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--json]
+  caddy palmgate client list|show <id>|update <id> ...|rotate-secret <id> [--grace 24h]|remove <id>
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			hash := &cobra.Command{
@@ -52,6 +54,7 @@ API, autosave.json) never holds the secret in clear.
 			hash.Flags().StringP("algorithm", "a", "argon2id", "Hash algorithm: argon2id or sha256")
 			hash.RunE = caddycmd.WrapCommandFuncForCobra(cmdHashSecret)
 			cmd.AddCommand(hash)
+			addClientCommands(cmd)
 		},
 	})
 }

@@ -584,3 +584,11 @@ func loadClientKey(ctx context.Context, store storage.Store) ([]byte, error) {
 	}
 	return key, nil
 }
+
+// DerivedKey is a 256-bit key for label, derived from a key every instance on the
+// store shares (the developer portal signs its session cookies with one).
+func (s *Service) DerivedKey(label string) []byte {
+	m := hmac.New(sha256.New, s.clientKey)
+	m.Write([]byte("derived\x00" + label))
+	return m.Sum(nil)
+}
