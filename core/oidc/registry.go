@@ -357,6 +357,9 @@ func (s *Service) GetClient(ctx context.Context, id string) (*ClientInfo, error)
 		return cl.info(), nil
 	}
 	rec, err := s.getClientRecord(ctx, id)
+	if errors.Is(err, ErrClientNotFound) {
+		return nil, clientErr(ErrClientNotFound, "no client %.100q", id)
+	}
 	if err != nil {
 		return nil, err
 	}
