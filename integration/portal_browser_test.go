@@ -142,7 +142,11 @@ func TestPortalBrowser(t *testing.T) {
 	e.expectUserinfo(t, tok.AccessToken, idt.Subject)
 
 	// Rotate with a 2 s grace.
+	// Each form is used from a fresh load of the application's page, which shows
+	// neither a secret nor a message: what the wait finds is the answer's.
 	run("rotating the secret", 15*time.Second,
+		chromedp.Navigate(e.URL+"/portal/apps/"+id),
+		chromedp.WaitVisible(chromedp.CSS("#rotate-button")),
 		chromedp.SetValue(chromedp.CSS("#grace"), "2"),
 		chromedp.Click(chromedp.CSS("#rotate-button")),
 		chromedp.WaitVisible(chromedp.CSS("#secret")),
@@ -156,6 +160,8 @@ func TestPortalBrowser(t *testing.T) {
 
 	// Edit the redirect URIs: the removed one is refused.
 	run("editing the redirect URIs", 15*time.Second,
+		chromedp.Navigate(e.URL+"/portal/apps/"+id),
+		chromedp.WaitVisible(chromedp.CSS("#save")),
 		chromedp.SetValue(chromedp.CSS("#redirect_uris"), other),
 		chromedp.Click(chromedp.CSS("#save")),
 		chromedp.WaitVisible(chromedp.CSS("#message")),
