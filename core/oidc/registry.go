@@ -2,20 +2,15 @@ package oidc
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/palmgate/palmgate/storage"
 )
@@ -198,13 +193,6 @@ func writeClient(txn storage.Txn, rec *clientRecord) error {
 	return txn.Set(clientKey(rec.ID), b, 0)
 }
 
-// secretMAC is the keyed hash a dynamic client's secret is stored as.
-func (s *Service) secretMAC(secret string) []byte {
-	m := hmac.New(sha256.New, s.clientKey)
-	m.Write([]byte(secret))
-	return m.Sum(nil)
-}
-
 // authenticateClient checks id and secret against the static clients, then the
 // dynamic ones (every live secret, in constant time for each).
 func (s *Service) authenticateClient(ctx context.Context, id, secret string) (*client, error) {
@@ -225,79 +213,6 @@ func (s *Service) authenticateClient(ctx context.Context, id, secret string) (*c
 		return nil, nil
 	}
 	return cl, nil
-}
-
-// validateSpec checks and normalises a spec's fields.
-func (s *Service) validateSpec(spec *ClientSpec) error {
-	if spec.Name != nil {
-		n := strings.TrimSpace(*spec.Name)
-		if n == "" || utf8.RuneCountInString(n) > MaxClientNameLen || !utf8.ValidString(n) || strings.ContainsAny(n, "\x00\r\n") {
-			return clientErr(ErrClientInvalid, "name: 1 to %d characters on one line", MaxClientNameLen)
-		}
-		spec.Name = &n
-	}
-	if spec.RedirectURIs != nil {
-		if len(spec.RedirectURIs) == 0 || len(spec.RedirectURIs) > MaxRedirectURIs {
-			return clientErr(ErrClientInvalid, "redirect_uris: 1 to %d URIs", MaxRedirectURIs)
-		}
-		seen := map[string]bool{}
-		var uris []string
-		for _, u := range spec.RedirectURIs {
-			u = strings.TrimSpace(u)
-			if err := ValidateRedirectURI(u, s.devRedirects); err != nil {
-				return err
-			}
-			if !seen[u] {
-				seen[u] = true
-				uris = append(uris, u)
-			}
-		}
-		spec.RedirectURIs = uris
-	}
-	if spec.Sector != nil {
-		sec := strings.TrimSpace(*spec.Sector)
-		if len(sec) > MaxSectorLen || !utf8.ValidString(sec) || strings.ContainsAny(sec, "\x00\r\n") {
-			return clientErr(ErrClientInvalid, "sector: at most %d characters on one line", MaxSectorLen)
-		}
-		spec.Sector = &sec
-	}
-	return nil
-}
-
-// ValidateRedirectURI checks a dynamic client's redirect URI: absolute, no fragment,
-// https, or http for a loopback host (any mode) or anywhere when dev is set.
-func ValidateRedirectURI(uri string, dev bool) error {
-	if uri == "" || len(uri) > MaxRedirectURILen {
-		return clientErr(ErrClientInvalid, "redirect_uri: 1 to %d characters", MaxRedirectURILen)
-	}
-	u, err := url.Parse(uri)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return clientErr(ErrClientInvalid, "redirect_uri %.200q: must be an absolute URL", uri)
-	}
-	if u.Fragment != "" || strings.Contains(uri, "#") {
-		return clientErr(ErrClientInvalid, "redirect_uri %.200q: must not have a fragment", uri)
-	}
-	if u.User != nil {
-		return clientErr(ErrClientInvalid, "redirect_uri %.200q: must not carry user information", uri)
-	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		if !dev && !loopbackHost(u.Hostname()) {
-			return clientErr(ErrClientInvalid, "redirect_uri %.200q: must use https (http only for localhost and loopback addresses)", uri)
-		}
-	default:
-		return clientErr(ErrClientInvalid, "redirect_uri %.200q: scheme must be https (or http for loopback hosts)", uri)
-	}
-	return nil
-}
-
-func loopbackHost(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func newClientSecret() (secret string, err error) { return randomToken(clientSecretBytes) }
@@ -452,7 +367,7 @@ func (s *Service) UpdateClient(ctx context.Context, id, owner string, spec Clien
 			rec.RedirectURIs = spec.RedirectURIs
 		}
 		if spec.Sector != nil {
-			rec.Sector = cmp(*spec.Sector, rec.ID)
+			rec.Sector = orDefault(*spec.Sector, rec.ID)
 		}
 		return nil
 	})
@@ -462,7 +377,7 @@ func (s *Service) UpdateClient(ctx context.Context, id, owner string, spec Clien
 	return rec.info(), nil
 }
 
-func cmp(v, def string) string {
+func orDefault(v, def string) string {
 	if v == "" {
 		return def
 	}
@@ -560,38 +475,4 @@ func (s *Service) revokeClientGrants(ctx context.Context, clientID string) error
 		}
 	}
 	return nil
-}
-
-// loadClientKey returns the key of dynamic client secrets' hashes, generated and
-// stored on first start (concurrent first starts agree on one).
-func loadClientKey(ctx context.Context, store storage.Store) ([]byte, error) {
-	fresh := make([]byte, 32)
-	if _, err := rand.Read(fresh); err != nil {
-		return nil, err
-	}
-	var key []byte
-	err := store.Update(ctx, func(txn storage.Txn) error {
-		b, err := txn.Get(clientSecretKeyKey())
-		if err == nil {
-			key = b
-			return nil
-		}
-		if !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-		key = fresh
-		return txn.Set(clientSecretKeyKey(), fresh, 0)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("loading client secret key: %w", err)
-	}
-	return key, nil
-}
-
-// DerivedKey is a 256-bit key for label, derived from a key every instance on the
-// store shares (the developer portal signs its session cookies with one).
-func (s *Service) DerivedKey(label string) []byte {
-	m := hmac.New(sha256.New, s.clientKey)
-	m.Write([]byte("derived\x00" + label))
-	return m.Sum(nil)
 }
