@@ -100,6 +100,15 @@ func New(cfg Config) *Portal {
 	mux.HandleFunc("POST /portal/apps/{id}", p.authed(p.update))
 	mux.HandleFunc("POST /portal/apps/{id}/rotate", p.authed(p.rotate))
 	mux.HandleFunc("POST /portal/apps/{id}/delete", p.authed(p.remove))
+	for path, allow := range map[string]string{
+		"/portal": "GET", "/portal/{$}": "GET", "/portal/login": "GET", "/portal/callback": "GET", "/portal/logout": "POST",
+		"/portal/apps": "POST", "/portal/apps/{id}": "GET, POST", "/portal/apps/{id}/rotate": "POST", "/portal/apps/{id}/delete": "POST",
+	} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			p.fail(w, r, http.StatusMethodNotAllowed, "This page answers "+allow+" only.")
+		})
+	}
 	mux.HandleFunc("/portal/", func(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusNotFound, "There is no such page.")
 	})

@@ -137,3 +137,23 @@ func TestCallbackRefusesAnotherBrowsersState(t *testing.T) {
 		t.Errorf("a callback with an unknown code: %d, want 400", r.Code)
 	}
 }
+
+func TestErrorsArePages(t *testing.T) {
+	p, _ := newPortal(t, "http://127.0.0.1:8080")
+	cookie := signedIn(p, "human-1")
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"PUT", "/portal", http.StatusMethodNotAllowed},
+		{"DELETE", "/portal/apps/pg_AAAAAAAAAAAAAAAAAAAAAA", http.StatusMethodNotAllowed},
+		{"GET", "/portal/apps/pg_AAAAAAAAAAAAAAAAAAAAAA", http.StatusNotFound},
+		{"GET", "/portal/apps/palmgate-portal", http.StatusNotFound},
+		{"GET", "/portal/nothing", http.StatusNotFound},
+	} {
+		r := serve(p, tc.method, tc.path, nil, cookie)
+		if r.Code != tc.status || !strings.HasPrefix(r.Header().Get("Content-Type"), "text/html") || !strings.Contains(r.Body.String(), `id="error"`) {
+			t.Errorf("%s %s: %d %s, want %d with an error page", tc.method, tc.path, r.Code, r.Header().Get("Content-Type"), tc.status)
+		}
+	}
+}
