@@ -11,17 +11,19 @@ import "crypto/sha256"
 //	oidc/pairwise-secret        -> generated pairwise secret, when none is configured
 //	oidc/client/{clientId}      -> dynamic client (JSON; secrets as keyed hashes)
 //	oidc/client-owner/{owner}/{clientId} -> "" (a developer's clients, for the portal)
+//	oidc/client-owner/{owner}   -> the owner's last created client id (serialises creates)
 //	oidc/client-secret-key      -> key of the dynamic clients' secret hashes
 //
 // Codes are stored by hash, so the store never holds a usable code.
 
-func authRequestKey(id string) []byte { return []byte("oidc/ar/" + id) }
-func grantKey(id string) []byte       { return []byte("oidc/grant/" + id) }
-func grantPrefix() []byte             { return []byte("oidc/grant/") }
-func clientKey(id string) []byte      { return []byte("oidc/client/" + id) }
-func clientPrefix() []byte            { return []byte("oidc/client/") }
-func clientSecretKeyKey() []byte      { return []byte("oidc/client-secret-key") }
-func ownerPrefix(owner string) []byte { return []byte("oidc/client-owner/" + owner + "/") }
+func authRequestKey(id string) []byte  { return []byte("oidc/ar/" + id) }
+func grantKey(id string) []byte        { return []byte("oidc/grant/" + id) }
+func grantPrefix() []byte              { return []byte("oidc/grant/") }
+func clientKey(id string) []byte       { return []byte("oidc/client/" + id) }
+func clientPrefix() []byte             { return []byte("oidc/client/") }
+func clientSecretKeyKey() []byte       { return []byte("oidc/client-secret-key") }
+func ownerPrefix(owner string) []byte  { return []byte("oidc/client-owner/" + owner + "/") }
+func ownerMarkKey(owner string) []byte { return []byte("oidc/client-owner/" + owner) }
 func ownerKey(owner, id string) []byte {
 	return []byte("oidc/client-owner/" + owner + "/" + id)
 }

@@ -247,6 +247,14 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (*ClientInf
 	}
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		if spec.Owner != "" {
+			// Every create of an owner reads and writes one key: concurrent creates
+			// conflict (and retry), so they cannot both pass the count below.
+			if _, err := txn.Get(ownerMarkKey(spec.Owner)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+			if err := txn.Set(ownerMarkKey(spec.Owner), []byte(rec.ID), 0); err != nil {
+				return err
+			}
 			n := 0
 			if err := txn.IterateKeys(ownerPrefix(spec.Owner), func([]byte) (bool, error) { n++; return true, nil }); err != nil {
 				return err
