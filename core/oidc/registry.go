@@ -484,3 +484,18 @@ func (s *Service) revokeClientGrants(ctx context.Context, clientID string) error
 	}
 	return nil
 }
+
+// stillRegistered reads a dynamic client's record in the transaction that issues
+// tokens to it: a deletion committed first makes it fail, and one committed later
+// conflicts with it, so no grant is written after DeleteClient's revocation scan.
+func stillRegistered(txn storage.Txn, cl *client) error {
+	if !cl.dynamic {
+		return nil
+	}
+	if _, err := readClient(txn, cl.id); errors.Is(err, ErrClientNotFound) {
+		return oauthError(ErrInvalidClient, "the client was removed")
+	} else if err != nil {
+		return err
+	}
+	return nil
+}

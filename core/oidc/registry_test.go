@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/palmgate/palmgate/storage"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -208,4 +210,25 @@ func TestRedeemFirstParty(t *testing.T) {
 	if _, err := h.svc.RedeemFirstParty(context.Background(), "app", l.code, appRedirect, ""); err == nil {
 		t.Error("a code redeemed twice")
 	}
+}
+
+// TestStillRegistered: the token transaction of a client fetched before its
+// deletion sees the deletion.
+func TestStillRegistered(t *testing.T) {
+	h := newHarness(t)
+	ci, _ := h.createClient(t, "", appRedirect)
+	cl, err := h.svc.client(context.Background(), ci.ID)
+	if err != nil || cl == nil {
+		t.Fatal(cl, err)
+	}
+	check := func() error {
+		return h.store.Update(context.Background(), func(txn storage.Txn) error { return stillRegistered(txn, cl) })
+	}
+	if err := check(); err != nil {
+		t.Fatalf("before the deletion: %v", err)
+	}
+	if err := h.svc.DeleteClient(context.Background(), ci.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, check(), ErrInvalidClient)
 }

@@ -185,6 +185,9 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 		if err := checkPKCE(rec.CodeChallenge, verifier); err != nil {
 			return err
 		}
+		if err := stillRegistered(txn, cl); err != nil {
+			return err
+		}
 		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, Resource: rec.Resource, AuthTime: rec.AuthTime}
 		if err := cl.checkGranted(g, resources); err != nil {
 			return err
@@ -341,6 +344,9 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 			if !slices.Contains(g.Scopes, sc) {
 				return oauthError(ErrInvalidScope, "scope %q was not granted", sc)
 			}
+		}
+		if err := stillRegistered(txn, cl); err != nil {
+			return err
 		}
 		if err := cl.checkGranted(g, resources); err != nil {
 			return err
