@@ -98,6 +98,9 @@ type App struct {
 	// Clients are the OpenID Connect relying parties allowed to log users in.
 	Clients []Client `json:"clients,omitempty"`
 
+	// Portal configures the developer portal at /portal (on by default).
+	Portal *PortalConfig `json:"portal,omitempty"`
+
 	store    storage.Store
 	storeKey string
 	palm     *palm.Service
@@ -216,11 +219,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 			Scopes: c.Scopes, Resources: c.Resources}
 	}
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
-		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: clients,
-		PairwiseSecret: a.PairwiseSecret,
-		AccessTTL:      time.Duration(a.AccessTokenTTL),
-		RefreshTTL:     time.Duration(a.RefreshTokenTTL),
-		CodeTTL:        time.Duration(a.AuthCodeTTL),
+		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: a.withPortalClient(clients),
+		PairwiseSecret: a.PairwiseSecret, DevRedirects: a.Dev, MaxClientsPerOwner: a.maxApplications(),
+		AccessTTL:  time.Duration(a.AccessTokenTTL),
+		RefreshTTL: time.Duration(a.RefreshTokenTTL),
+		CodeTTL:    time.Duration(a.AuthCodeTTL),
 	})
 	if err != nil {
 		return err
@@ -312,6 +315,9 @@ func (a *App) Validate() error {
 	}
 	if !a.RateLimit.Off && (a.RateLimit.Requests < 1 || a.RateLimit.Window < caddy.Duration(time.Second)) {
 		return errors.New("rate_limit: needs at least 1 request per window of at least 1s, or `off`")
+	}
+	if err := a.validatePortal(); err != nil {
+		return err
 	}
 	return validateClients(a.Clients)
 }

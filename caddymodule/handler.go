@@ -27,8 +27,8 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("palmgate_demo", httpcaddyfile.Before, "basic_auth")
 }
 
-// Handler serves the palmgate identity service of the `palmgate` app: /oauth2/* and
-// /v1/*. Every other request goes to the next handler.
+// Handler serves the palmgate identity service of the `palmgate` app: /oauth2/*,
+// /v1/* and the developer portal /portal/*. Every other request goes to the next handler.
 type Handler struct {
 	app *App
 }
@@ -64,7 +64,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 }
 
 func ownsPath(p string) bool {
-	for _, prefix := range []string{"/v1", "/oauth2"} {
+	for _, prefix := range []string{"/v1", "/oauth2", "/portal"} {
 		if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
 			return true
 		}

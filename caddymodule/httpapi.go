@@ -115,6 +115,9 @@ func (a *App) routes() *http.ServeMux {
 	route("/oauth2/revoke", map[string]http.HandlerFunc{"POST": a.handleRevoke})
 	mux.HandleFunc("/oauth2/check", a.handleCheck)
 	mux.HandleFunc("/oauth2/check/", a.handleCheck) // gateways that append the original path (Envoy ext_authz)
+	portal := a.portalHandler()
+	mux.Handle("/portal", portal)
+	mux.Handle("/portal/", portal)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
 	})

@@ -208,7 +208,7 @@ func (a *App) authenticateClient(r *http.Request, params url.Values) (string, er
 	} else {
 		id, secret = params.Get("client_id"), params.Get("client_secret")
 	}
-	if err := a.oidc.AuthenticateClient(id, secret); err != nil {
+	if err := a.oidc.AuthenticateClient(r.Context(), id, secret); err != nil {
 		return "", err
 	}
 	return id, nil

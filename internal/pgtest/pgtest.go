@@ -78,15 +78,22 @@ var shared struct {
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 func Main(m *testing.M) {
 	code := m.Run()
+	if err := Cleanup(); err != nil && code == 0 {
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// Cleanup stops and removes the shared private cluster, if one was started, for a
+// TestMain that cannot call Main (say, one that calls testserver.Main).
+func Cleanup() error {
 	if c := shared.cluster; c != nil {
 		if err := c.remove(); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: removing the private PostgreSQL cluster: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
+			return err
 		}
 	}
-	os.Exit(code)
+	return nil
 }
 
 // DSN returns the DSN of a new, empty database for t, dropped when t ends (after the
