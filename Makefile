@@ -41,11 +41,13 @@ test-crash: build
 ## bench: req/s through Caddy for reverse_proxy alone, palmgate_bearer (reused token,
 ## cache off, a new token per request) and /oauth2/check, interleaved rounds, PASS/MISS
 ## per goal; then the service benchmarks (signature verification, lookups and the
-## leaderboard on 1M agents, the code exchange, registrations); exits 0 unless
-## something errs (docs/PERFORMANCE.md)
+## leaderboard on 1M agents, the code exchange, registrations); then PostgreSQL
+## against Badger (signature checks, lookups, code exchanges, registrations on a
+## private durable cluster); exits 0 unless something errs (docs/PERFORMANCE.md)
 bench: build
 	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -run '^TestLoad$$' -v -count=1 -timeout 30m ./bench -args -load -load.duration=$(BENCH_DURATION) $(BENCHFLAGS)
 	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -run '^TestServiceLoad$$' -v -count=1 -timeout 60m ./bench/service -args -load -load.duration=$(BENCH_DURATION) $(BENCHFLAGS)
+	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -run '^TestStorageLoad$$' -v -count=1 -timeout 60m ./bench/service -args -load -load.duration=$(BENCH_DURATION) $(BENCHFLAGS)
 
 ## bench-go: the go test -bench suite (through Caddy, and bearer.Verifier alone)
 bench-go: build

@@ -22,6 +22,8 @@ func init() {
 //	                             ones stay in the JWKS so issued tokens keep verifying
 //	GET  /palmgate/stats         live record counts by kind (a full scan: for
 //	                             operators and tests, not for monitoring at high rates)
+//	/palmgate/clients[/...]      the clients: list, show, create, update, rotate the
+//	                             secret of and delete (admin_clients.go)
 type AdminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -37,6 +39,8 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
 		{Pattern: "/palmgate/keys/rotate", Handler: caddy.AdminHandlerFunc(rotateKeys)},
 		{Pattern: "/palmgate/stats", Handler: caddy.AdminHandlerFunc(stats)},
+		{Pattern: "/palmgate/clients", Handler: caddy.AdminHandlerFunc(adminClients)},
+		{Pattern: "/palmgate/clients/", Handler: caddy.AdminHandlerFunc(adminClients)},
 	}
 }
 

@@ -101,6 +101,9 @@ type App struct {
 	// Clients are the OpenID Connect relying parties allowed to log users in.
 	Clients []Client `json:"clients,omitempty"`
 
+	// Portal configures the developer portal at /portal (on by default).
+	Portal *PortalConfig `json:"portal,omitempty"`
+
 	store    storage.Store
 	storeKey string
 	palm     *palm.Service
@@ -205,11 +208,11 @@ func (a *App) Provision(ctx caddy.Context) error {
 	// generation (a reload starts a new one, with its own Set).
 	go a.keys.Watch(ctx, keys.ReloadInterval)
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
-		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: a.oidcClients(),
-		PairwiseSecret: a.PairwiseSecret,
-		AccessTTL:      time.Duration(a.AccessTokenTTL),
-		RefreshTTL:     time.Duration(a.RefreshTokenTTL),
-		CodeTTL:        time.Duration(a.AuthCodeTTL),
+		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: a.withPortalClient(a.oidcClients()),
+		PairwiseSecret: a.PairwiseSecret, DevRedirects: a.Dev, MaxClientsPerOwner: a.maxApplications(),
+		AccessTTL:  time.Duration(a.AccessTokenTTL),
+		RefreshTTL: time.Duration(a.RefreshTokenTTL),
+		CodeTTL:    time.Duration(a.AuthCodeTTL),
 	})
 	if err != nil {
 		return err
@@ -218,6 +221,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Issuer: a.Issuer, Palm: a.palm, Agents: a.agents, OIDC: a.oidc, Keys: a.keys,
 		RateLimit: edge.RateLimit{Off: a.RateLimit.Off, Requests: a.RateLimit.Requests, Window: time.Duration(a.RateLimit.Window)},
 		ClientIP:  clientIP,
+		Portal:    a.portalHandler(),
 		Logger:    a.logger,
 	})
 	if a.Dev {
@@ -292,6 +296,9 @@ func (a *App) Validate() error {
 	}
 	if !a.RateLimit.Off && (a.RateLimit.Requests < 1 || a.RateLimit.Window < caddy.Duration(time.Second)) {
 		return errors.New("rate_limit: needs at least 1 request per window of at least 1s, or `off`")
+	}
+	if err := a.validatePortal(); err != nil {
+		return err
 	}
 	return oidc.CheckClients(a.oidcClients())
 }

@@ -50,6 +50,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //			scopes <scope> [<scope>...]
 //			resources <uri> [<uri>...]
 //		}
+//		portal off | portal { max_applications <n> }
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -111,6 +112,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := parseCap(d, target); err != nil {
 				return err
 			}
+		case "portal":
+			pc, err := parsePortal(d)
+			if err != nil {
+				return err
+			}
+			a.Portal = pc
 		case "client":
 			c, err := parseClient(d)
 			if err != nil {
@@ -285,3 +292,33 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 
 // Interface guard
 var _ caddyfile.Unmarshaler = (*App)(nil)
+
+// parsePortal reads `portal off` or `portal { max_applications <n> }`.
+func parsePortal(d *caddyfile.Dispenser) (*PortalConfig, error) {
+	pc := &PortalConfig{}
+	args := d.RemainingArgs()
+	switch {
+	case len(args) == 1 && args[0] == "off":
+		pc.Off = true
+		return pc, nil
+	case len(args) != 0:
+		return nil, d.Errf("portal: expected `portal off` or a block, got %q", args)
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "max_applications":
+			var v string
+			if err := singleArg(d, &v); err != nil {
+				return nil, err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, d.Errf("portal: max_applications must be a positive number, got %q", v)
+			}
+			pc.MaxApplications = n
+		default:
+			return nil, d.Errf("portal: unknown option %q", d.Val())
+		}
+	}
+	return pc, nil
+}

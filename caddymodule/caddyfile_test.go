@@ -85,6 +85,9 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"secret_hash without value", "client demo {\n\tsecret_hash\n}", "secret_hash"},
 		{"scopes without scope", "client demo {\n\tscopes\n}", "scopes"},
 		{"resources without uri", "client demo {\n\tresources\n}", "resources"},
+		{"portal with a word", "portal on", "portal"},
+		{"portal unknown option", "portal {\n\tcolour blue\n}", "colour"},
+		{"portal max_applications zero", "portal {\n\tmax_applications 0\n}", "max_applications"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := adapt(t, "{\n\tpalmgate {\n\t\t"+tc.block+"\n\t}\n}\n:8080 {\n\tpalmgate\n}\n")
@@ -140,6 +143,9 @@ func TestValidate(t *testing.T) {
 		{"secret_hash of bcrypt", func(a *App) {
 			a.Clients = []Client{{ID: "c", SecretHash: "$2a$14$ajq8Q7fbtFRQvXpdCq7Jcuy.Rx1h/L4J60Otx.gyNLbAYctGMJ9tK"}}
 		}, "secret_hash"},
+		{"portal's client id", func(a *App) {
+			a.Clients = []Client{{ID: "palmgate-portal", Secret: "s"}}
+		}, "reserved"},
 		{"client twice", func(a *App) {
 			c := Client{ID: "c", Secret: "s", RedirectURIs: []string{"https://a/cb"}}
 			a.Clients = []Client{c, c}
@@ -168,4 +174,14 @@ func TestValidate(t *testing.T) {
 			t.Errorf("http issuer in dev refused: %v", err)
 		}
 	})
+}
+
+func TestCaddyfilePortalOff(t *testing.T) {
+	got, err := adapt(t, "{\n\tpalmgate {\n\t\tissuer https://id.example.com\n\t\tportal off\n\t}\n}\n:8080 {\n\tpalmgate\n}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), `"portal":{"off":true}`) {
+		t.Errorf("portal off adapted to %s", got)
+	}
 }

@@ -20,13 +20,15 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "palmgate",
-		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | " + migrateUsage,
-		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; migrate: Badger to PostgreSQL)",
+		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | client ... | " + migrateUsage,
+		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; client add|list|show|update|rotate-secret|remove; migrate: Badger to PostgreSQL)",
 		Long: `
 palmgate's command-line tools.
 
   caddy palmgate hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>]
   caddy palmgate ` + migrateUsage + `
+  caddy palmgate client add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--json]
+  caddy palmgate client list|show <id>|update <id> ...|rotate-secret <id> [--grace 24h]|remove <id>
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			hash := &cobra.Command{
@@ -54,6 +56,7 @@ API, autosave.json) never holds the secret in clear.
 			hash.RunE = caddycmd.WrapCommandFuncForCobra(cmdHashSecret)
 			cmd.AddCommand(hash)
 			cmd.AddCommand(newMigrateCommand())
+			addClientCommands(cmd)
 		},
 	})
 }

@@ -28,8 +28,8 @@ func init() {
 	httpcaddyfile.RegisterDirectiveOrder("palmgate_demo", httpcaddyfile.Before, "basic_auth")
 }
 
-// Handler serves the palmgate identity service of the `palmgate` app: /oauth2/* and
-// /v1/*. Every other request goes to the next handler.
+// Handler serves the palmgate identity service of the `palmgate` app: /oauth2/*,
+// /v1/* and the developer portal /portal/*. Every other request goes to the next handler.
 type Handler struct {
 	app *App
 }

@@ -70,7 +70,7 @@ func formParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	if mediaType != "application/x-www-form-urlencoded" {
 		return nil, &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "Content-Type must be application/x-www-form-urlencoded"}
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

@@ -33,11 +33,14 @@ type Config struct {
 	// ClientIP returns the client address of a request (Caddy's, which honours
 	// trusted proxies); nil means the peer's address (RemoteIP).
 	ClientIP func(*http.Request) string
+	// Portal is the developer portal (package portal), mounted at /portal; nil
+	// means off (404).
+	Portal http.Handler
 	// Logger logs the failures that are not the client's; nil logs nothing.
 	Logger *zap.Logger
 }
 
-// Server serves palmgate's paths: /oauth2/* and /v1/*.
+// Server serves palmgate's paths: /oauth2/*, /v1/* and the portal's /portal/*.
 type Server struct {
 	issuer   string
 	palm     *palm.Service
@@ -49,6 +52,7 @@ type Server struct {
 	clientIP func(*http.Request) string
 	mux      *http.ServeMux
 	board    boardEncodings
+	portal   http.Handler
 }
 
 // New builds the server and its routes.
@@ -56,7 +60,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		issuer: strings.TrimSuffix(cfg.Issuer, "/"),
 		palm:   cfg.Palm, agents: cfg.Agents, oidc: cfg.OIDC, keys: cfg.Keys,
-		logger: cfg.Logger, clientIP: cfg.ClientIP,
+		logger: cfg.Logger, clientIP: cfg.ClientIP, portal: cfg.Portal,
 	}
 	if s.logger == nil {
 		s.logger = zap.NewNop()
@@ -69,10 +73,10 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// OwnsPath reports whether p is one of palmgate's paths (/v1 and /oauth2, and
-// what is under them); the Caddy handler passes the others on.
+// OwnsPath reports whether p is one of palmgate's paths (/v1, /oauth2 and /portal,
+// and what is under them); the Caddy handler passes the others on.
 func OwnsPath(p string) bool {
-	for _, prefix := range []string{"/v1", "/oauth2"} {
+	for _, prefix := range []string{"/v1", "/oauth2", "/portal"} {
 		if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
 			return true
 		}
@@ -130,6 +134,10 @@ func (s *Server) routes() *http.ServeMux {
 	route("/oauth2/revoke", map[string]http.HandlerFunc{"POST": s.handleRevoke})
 	mux.HandleFunc("/oauth2/check", s.handleCheck)
 	mux.HandleFunc("/oauth2/check/", s.handleCheck) // gateways that append the original path (Envoy ext_authz)
+	if s.portal != nil {
+		mux.Handle("/portal", s.portal)
+		mux.Handle("/portal/", s.portal)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
 	})

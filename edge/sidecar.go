@@ -31,7 +31,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	clientID, err := s.oidc.Authenticate(req)
+	clientID, err := s.oidc.Authenticate(r.Context(), req)
 	if err != nil {
 		s.limiter.charge(r)
 		s.writeOAuthError(w, r, err)
@@ -52,7 +52,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	clientID, err := s.oidc.Authenticate(req)
+	clientID, err := s.oidc.Authenticate(r.Context(), req)
 	if err != nil {
 		s.limiter.charge(r)
 		s.writeOAuthError(w, r, err)

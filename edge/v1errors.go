@@ -24,8 +24,8 @@ import (
 // client went away before the answer.
 const statusClientClosedRequest = 499
 
-// maxBodyBytes bounds every request body palmgate reads.
-const maxBodyBytes = 64 << 10
+// MaxBodyBytes bounds every request body palmgate reads (the admin API's too).
+const MaxBodyBytes = 64 << 10
 
 // apiError is the error body of the /v1 interface: {"error","code","details"}.
 type apiError struct {
@@ -81,7 +81,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if err != nil || mediaType != "application/json" {
 		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Message: "Content-Type must be application/json", Code: codeUnsupportedMedia}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -82,7 +85,7 @@ func TestBrowserLogin(t *testing.T) {
 	t.Cleanup(rpServer.Close)
 	client := oidcClient{
 		id: "browser-app", secret: "secret-" + randHex(16), name: "Palm Shop",
-		redirects: []string{rpServer.URL + "/callback"},
+		redirects: []string{rpServer.URL + "/callback"}, scopes: testScopes,
 	}
 	at := newEd25519Attestor(t, "palm-engine")
 	e := startOIDC(t, []oidcClient{client}, at.config())
@@ -169,23 +172,38 @@ func TestBrowserLogin(t *testing.T) {
 		Complete     bool   `json:"complete"`
 		NaturalWidth int    `json:"naturalWidth"`
 		Src          string `json:"src"`
-		AppLink      string `json:"appLink"`
 	}
 	qr, err := chromedp.Run(step(5*time.Second), chromedp.Evaluate[qrInfo](`(() => {
 		const img = document.getElementById("qr");
-		const a = document.querySelector('a[href*="/v1/palm/challenges/"]');
 		return {complete: !!img && img.complete, naturalWidth: img ? img.naturalWidth : 0,
-			src: img ? img.getAttribute("src").slice(0, 32) : "", appLink: a ? a.href : ""};
+			src: img ? img.getAttribute("src") : ""};
 	})()`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !qr.Complete || qr.NaturalWidth < 100 || !strings.HasPrefix(qr.Src, "data:image/png;base64,") {
-		t.Errorf("QR image %+v, want a loaded data:image/png of at least 100 px", qr)
+		t.Errorf("QR image (%v, %d px, %.32q), want a loaded data:image/png of at least 100 px", qr.Complete, qr.NaturalWidth, qr.Src)
 	}
-	page := e.loginPageJSON(t, id)
-	if page.Status != "pending" || qr.AppLink != page.ScanURL {
-		t.Errorf("login page status %q, app link %q; want pending and the scan URL %q", page.Status, qr.AppLink, page.ScanURL)
+	// The phone scans the QR code the browser shows: its scan URL carries the nonce,
+	// which only that browser's page reveals.
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(qr.Src, "data:image/png;base64,"))
+	if err != nil {
+		t.Fatalf("QR data URI: %v", err)
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("QR image: %v", err)
+	}
+	scanURL, err := testserver.DecodeQR(img)
+	if err != nil {
+		t.Fatalf("the QR code the browser shows does not decode: %v", err)
+	}
+	page, ok := parseScanURL(scanURL)
+	if !ok || !strings.HasPrefix(scanURL, e.URL+"/v1/palm/challenges/") {
+		t.Fatalf("the QR code encodes %q, want a scan URL", scanURL)
+	}
+	if st := e.do(t, "GET", e.verifyURL(id), nil, "Accept", "application/json").Object(t); str(st["status"]) != "pending" || str(st["challengeId"]) != page.ChallengeID {
+		t.Errorf("login page JSON %v, want pending and the QR code's challenge %s", st, page.ChallengeID)
 	}
 	shot, err := chromedp.Run(step(10*time.Second), chromedp.CaptureScreenshot())
 	if err != nil || len(shot) < 1000 || string(shot[1:4]) != "PNG" {

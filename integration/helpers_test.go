@@ -19,10 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palmgate/palmgate/internal/pgtest"
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m) }
+func TestMain(m *testing.M) { testserver.Main(m, pgtest.Cleanup) }
 
 var (
 	uuidRE  = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

@@ -22,6 +22,13 @@
 //	go test -run '^TestServiceLoad$' -v -count=1 -timeout 60m ./bench/service -args -load   # the load script
 //	go test -run '^$' -bench . ./bench/service                                              # the go test -bench suite
 //
+// TestStorageLoad (make bench, after TestServiceLoad) runs the signature
+// check, the lookups, the code exchange and registrations on Badger and on a
+// PostgreSQL database of a private, durable cluster (internal/pgtest), side by
+// side in one run, against issue 10's goals:
+//
+//	go test -run '^TestStorageLoad$' -v -count=1 -timeout 60m ./bench/service -args -load
+//
 // A plain `go test ./bench/service` runs only a quick check of the seeded record
 // layout against core/agent itself. docs/PERFORMANCE.md has the figures and the method.
 package service

@@ -167,16 +167,24 @@ func Seed(ctx context.Context, dir string, c SeedConfig, progress func(done int)
 	if err != nil {
 		return err
 	}
-	owners := c.Owners()
-	if err := seedAgents(ctx, store, c, owners, progress); err != nil {
-		store.Close()
-		return err
-	}
-	if err := seedHumans(ctx, store, c, owners); err != nil {
+	if err := SeedStore(ctx, store, c, progress); err != nil {
 		store.Close()
 		return err
 	}
 	return store.Close()
+}
+
+// SeedStore writes the records of Seed into an open store of any backend (a
+// PostgreSQL database through storage/pgstore, say), in the same transactions.
+func SeedStore(ctx context.Context, store storage.Store, c SeedConfig, progress func(done int)) error {
+	if c.Humans < 1 || c.Agents < c.Humans {
+		return fmt.Errorf("seed: need 1 <= humans <= agents, got %d humans and %d agents", c.Humans, c.Agents)
+	}
+	owners := c.Owners()
+	if err := seedAgents(ctx, store, c, owners, progress); err != nil {
+		return err
+	}
+	return seedHumans(ctx, store, c, owners)
 }
 
 // agentBatch is how many agents one transaction writes: two records of about

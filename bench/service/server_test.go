@@ -50,7 +50,7 @@ const caddyfile = `{
 	persist_config off
 	palmgate {
 		issuer http://127.0.0.1:{port}
-		storage badger {datadir}/palmgate
+		{storage}
 		rate_limit off
 		max_pending_logins off
 		max_pending_registrations off
@@ -157,9 +157,17 @@ func startSite(t testing.TB, cfg SeedConfig, attestorKind string) *site {
 		t.Fatalf("copying the seeded store: %v", err)
 	}
 	logf("copied the seeded store %s in %s", cache, time.Since(start).Round(time.Millisecond))
+	return launchSite(t, cfg, attestorKind, work, "storage badger {datadir}/palmgate")
+}
+
+// launchSite starts Caddy with the storage line storage (data directory work)
+// on a store already seeded with cfg, and checks through the API that it serves
+// the seeded data.
+func launchSite(t testing.TB, cfg SeedConfig, attestorKind, work, storage string) *site {
+	t.Helper()
 	s := &site{secret: randHex(16), attestor: newAttestor(t, attestorKind), seed: cfg, owners: cfg.Owners()}
-	cf := strings.NewReplacer("{attestor}", s.attestor.spki, "{secret}", s.secret).Replace(caddyfile)
-	start = time.Now()
+	cf := strings.NewReplacer("{attestor}", s.attestor.spki, "{secret}", s.secret, "{storage}", storage).Replace(caddyfile)
+	start := time.Now()
 	s.Server = testserver.Start(t, testserver.Options{Caddyfile: cf, DataDir: work})
 	s.host = strings.TrimPrefix(s.URL, "http://")
 	s.pid = loadgen.FindPID(s.ConfigPath)

@@ -87,7 +87,8 @@ type Service struct {
 	sessionTTL      time.Duration
 	challengeMaxAge time.Duration
 	board           leaderboardCache
-	registeredKeys  registeredKeys // deviceIds of keys VerifySignature found registered
+	registeredKeys  registeredKeys   // deviceIds of keys found registered
+	registered      registeredAgents // records of agents found registered
 }
 
 // Config builds a Service.

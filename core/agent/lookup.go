@@ -70,21 +70,33 @@ func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*Signature
 	return &SignatureCheck{Verified: c.Verify(), Registered: known && deviceID == c.DeviceID}, nil
 }
 
-// LookupDevice returns the agent registered under deviceID.
+// LookupDevice returns the agent registered under deviceID. An agent found
+// registered is remembered (registeredAgents): registrations never change.
 func (s *Service) LookupDevice(ctx context.Context, deviceID string) (*Lookup, error) {
 	if err := ValidateDeviceID(deviceID); err != nil {
 		return nil, err
 	}
-	r, err := s.registered(ctx, deviceID)
+	if r, ok := s.registered.get(deviceID); ok {
+		return lookupOf(r), nil
+	}
+	r, err := s.readRegistered(ctx, deviceID)
 	if err != nil {
 		return nil, err
 	}
+	s.registered.put(deviceID, r)
 	return lookupOf(r), nil
 }
 
-// LookupPublicKey returns the agent registered with key.
+// LookupPublicKey returns the agent registered with key; a key found registered
+// is remembered, as LookupDevice remembers the agent.
 func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*Lookup, error) {
+	if deviceID, ok := s.registeredKeys.get(key); ok {
+		if r, ok := s.registered.get(deviceID); ok {
+			return lookupOf(r), nil
+		}
+	}
 	var r *Registered
+	var deviceID string
 	err := s.store.View(ctx, func(txn storage.Txn) error {
 		v, err := txn.Get(publicKeyKey(key))
 		if errors.Is(err, storage.ErrNotFound) {
@@ -93,7 +105,8 @@ func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*
 		if err != nil {
 			return err
 		}
-		deviceID, record := parseKeyIndex(v)
+		var record []byte
+		deviceID, record = parseKeyIndex(v)
 		if record == nil {
 			r, err = getRegistered(txn, deviceID)
 			return err
@@ -103,6 +116,10 @@ func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*
 	})
 	if err != nil {
 		return nil, err
+	}
+	if r != nil {
+		s.registeredKeys.put(key, deviceID)
+		s.registered.put(deviceID, r)
 	}
 	return lookupOf(r), nil
 }
@@ -114,7 +131,7 @@ func lookupOf(r *Registered) *Lookup {
 	return &Lookup{Registered: true, Verified: true, HumanID: r.HumanID, RegisteredAt: r.RegisteredAt}
 }
 
-func (s *Service) registered(ctx context.Context, deviceID string) (*Registered, error) {
+func (s *Service) readRegistered(ctx context.Context, deviceID string) (*Registered, error) {
 	var r *Registered
 	err := s.store.View(ctx, func(txn storage.Txn) error {
 		var err error

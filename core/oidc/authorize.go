@@ -101,7 +101,9 @@ func (ar *AuthRequest) boundTo(binding string) bool {
 
 // ClientName is the display name of the request's client.
 func (s *Service) ClientName(ar *AuthRequest) string {
-	if cl := s.clients.get(ar.ClientID); cl != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if cl, _ := s.client(ctx, ar.ClientID); cl != nil {
 		return cl.name
 	}
 	return ar.ClientID
@@ -123,7 +125,10 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	if clientID == "" {
 		return nil, oauthError(ErrInvalidRequest, "client_id is required")
 	}
-	cl := s.clients.get(clientID)
+	cl, err := s.client(ctx, clientID)
+	if err != nil {
+		return nil, err
+	}
 	if cl == nil {
 		return nil, oauthError(ErrInvalidRequest, "unknown client_id")
 	}

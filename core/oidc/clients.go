@@ -36,6 +36,9 @@ type client struct {
 	sector       string
 	scopes       []string
 	resources    []string
+	// dynamic clients (registry.go): the keyed hashes of the live secrets
+	dynamic     bool
+	dynamicMACs [][]byte
 }
 
 // clients holds the registered clients with hashed secrets. They come from the

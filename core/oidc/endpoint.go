@@ -23,7 +23,7 @@ type BasicCredentials struct {
 // Authenticate applies the endpoints' parsing rules (no parameter given twice,
 // except resource, RFC 8707) and authenticates the client: client_secret_basic or
 // client_secret_post, not both. It returns the client's id.
-func (s *Service) Authenticate(req ClientRequest) (string, error) {
+func (s *Service) Authenticate(ctx context.Context, req ClientRequest) (string, error) {
 	for name, values := range req.Params {
 		// resource may repeat; the grant handlers refuse more than one with
 		// invalid_target.
@@ -48,7 +48,7 @@ func (s *Service) Authenticate(req ClientRequest) (string, error) {
 	} else {
 		id, secret = req.Params.Get("client_id"), req.Params.Get("client_secret")
 	}
-	if err := s.AuthenticateClient(id, secret); err != nil {
+	if err := s.AuthenticateClient(ctx, id, secret); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -75,7 +75,7 @@ var GrantTypes = []string{"authorization_code", "refresh_token"}
 // authentication, then the grant_type's handler. Every failure is an *Error (or a
 // store's error).
 func (s *Service) Token(ctx context.Context, req ClientRequest) (*TokenResponse, error) {
-	clientID, err := s.Authenticate(req)
+	clientID, err := s.Authenticate(ctx, req)
 	if err != nil {
 		return nil, err
 	}

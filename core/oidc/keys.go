@@ -9,14 +9,27 @@ import "crypto/sha256"
 //	oidc/grant/{grantId}        -> grant: the refresh family and its revocation (JSON)
 //	oidc/revoked/{grantId}      -> revoked grant: expiry of its last access token (ms)
 //	oidc/pairwise-secret        -> generated pairwise secret, when none is configured
+//	oidc/client/{clientId}      -> dynamic client (JSON; secrets as keyed hashes)
+//	oidc/client-owner/{owner}/{clientId} -> "" (a developer's clients, for the portal)
+//	oidc/client-owner/{owner}   -> the owner's last created client id (serialises creates)
+//	oidc/client-secret-key      -> key of the dynamic clients' secret hashes
 //
 // Codes are stored by hash, so the store never holds a usable code.
 
-func authRequestKey(id string) []byte { return []byte("oidc/ar/" + id) }
-func grantKey(id string) []byte       { return []byte("oidc/grant/" + id) }
-func pairwiseSecretKey() []byte       { return []byte("oidc/pairwise-secret") }
-func revokedPrefix() []byte           { return []byte("oidc/revoked/") }
-func revokedKey(id string) []byte     { return []byte("oidc/revoked/" + id) }
+func authRequestKey(id string) []byte  { return []byte("oidc/ar/" + id) }
+func grantKey(id string) []byte        { return []byte("oidc/grant/" + id) }
+func grantPrefix() []byte              { return []byte("oidc/grant/") }
+func clientKey(id string) []byte       { return []byte("oidc/client/" + id) }
+func clientPrefix() []byte             { return []byte("oidc/client/") }
+func clientSecretKeyKey() []byte       { return []byte("oidc/client-secret-key") }
+func ownerPrefix(owner string) []byte  { return []byte("oidc/client-owner/" + owner + "/") }
+func ownerMarkKey(owner string) []byte { return []byte("oidc/client-owner/" + owner) }
+func ownerKey(owner, id string) []byte {
+	return []byte("oidc/client-owner/" + owner + "/" + id)
+}
+func pairwiseSecretKey() []byte   { return []byte("oidc/pairwise-secret") }
+func revokedPrefix() []byte       { return []byte("oidc/revoked/") }
+func revokedKey(id string) []byte { return []byte("oidc/revoked/" + id) }
 
 func codeKey(code string) []byte {
 	sum := sha256.Sum256([]byte(code))

@@ -54,6 +54,12 @@ type Config struct {
 	CodeTTL        time.Duration
 	// LoginTTL is how long a person has to complete the palm scan of a login.
 	LoginTTL time.Duration
+	// DevRedirects lets dynamic clients register http redirect URIs on any host
+	// (dev mode); otherwise http only for loopback hosts.
+	DevRedirects bool
+	// MaxClientsPerOwner bounds the dynamic clients of one owner (developer).
+	// Default: DefaultMaxClientsOwner.
+	MaxClientsPerOwner int
 }
 
 // Service is the OpenID Connect provider.
@@ -73,6 +79,10 @@ type Service struct {
 	refreshParser  *jwt.Parser
 	access         *bearer.Verifier
 	revocations    *revocations
+	// dynamic clients (registry.go)
+	clientKey          []byte
+	devRedirects       bool
+	maxClientsPerOwner int
 }
 
 // NewService builds the provider and registers its palm challenge outcome.
@@ -97,6 +107,13 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		pairwiseSecret: secret,
 		accessTTL:      cfg.AccessTTL, refreshTTL: cfg.RefreshTTL, codeTTL: cfg.CodeTTL, loginTTL: cfg.LoginTTL,
 		refreshParser: bearer.NewParser(issuer, keys.ES256, now),
+	}
+	if s.clientKey, err = loadClientKey(ctx, cfg.Store); err != nil {
+		return nil, err
+	}
+	s.devRedirects, s.maxClientsPerOwner = cfg.DevRedirects, cfg.MaxClientsPerOwner
+	if s.maxClientsPerOwner <= 0 {
+		s.maxClientsPerOwner = DefaultMaxClientsOwner
 	}
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {
 		return nil, fmt.Errorf("loading revoked grants: %w", err)

@@ -113,8 +113,15 @@ func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest) error {
 }
 
 // AuthenticateClient checks client credentials; a failure is invalid_client.
-func (s *Service) AuthenticateClient(id, secret string) error {
-	if id == "" || s.clients.authenticate(id, secret) == nil {
+func (s *Service) AuthenticateClient(ctx context.Context, id, secret string) error {
+	if id == "" {
+		return oauthError(ErrInvalidClient, "client authentication failed")
+	}
+	cl, err := s.authenticateClient(ctx, id, secret)
+	if err != nil {
+		return err
+	}
+	if cl == nil {
 		return oauthError(ErrInvalidClient, "client authentication failed")
 	}
 	return nil
@@ -135,7 +142,10 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	if verifier != "" && !pkceString.MatchString(verifier) {
 		return nil, oauthError(ErrInvalidRequest, "code_verifier must be 43 to 128 unreserved characters")
 	}
-	cl := s.clients.get(clientID)
+	cl, err := s.client(ctx, clientID)
+	if err != nil {
+		return nil, err
+	}
 	if cl == nil {
 		return nil, oauthError(ErrInvalidClient, "unknown client")
 	}
@@ -143,7 +153,7 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	var rec codeRecord
 	var g *grant
 	var reused bool
-	err := s.store.Update(ctx, func(txn storage.Txn) error {
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		reused, rec = false, codeRecord{} // fn may run again: nothing of a run before
 		b, err := txn.Get(codeKey(code))
 		if errors.Is(err, storage.ErrNotFound) {
@@ -171,6 +181,9 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 			return oauthError(ErrInvalidGrant, "redirect_uri differs from the authorization request's")
 		}
 		if err := checkPKCE(rec.CodeChallenge, verifier); err != nil {
+			return err
+		}
+		if err := stillRegistered(txn, cl); err != nil {
 			return err
 		}
 		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, Resource: rec.Resource, AuthTime: rec.AuthTime}
@@ -202,7 +215,7 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	if g.RefreshJTI != "" {
 		refreshExp = g.ExpiresAt
 	}
-	return s.sign(grantID, clientID, rec.HumanID, rec.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
+	return s.sign(cl, grantID, clientID, rec.HumanID, rec.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
 }
 
 func checkPKCE(challenge, verifier string) error {
@@ -286,7 +299,10 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 	if claims.ClientID != clientID {
 		return nil, oauthError(ErrInvalidGrant, "the refresh token was issued to another client")
 	}
-	cl := s.clients.get(clientID)
+	cl, err := s.client(ctx, clientID)
+	if err != nil {
+		return nil, err
+	}
 	if cl == nil {
 		return nil, oauthError(ErrInvalidClient, "unknown client")
 	}
@@ -319,6 +335,9 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 				return oauthError(ErrInvalidScope, "scope %q was not granted", sc)
 			}
 		}
+		if err := stillRegistered(txn, cl); err != nil {
+			return err
+		}
 		if err := cl.checkGranted(g, resources); err != nil {
 			return err
 		}
@@ -335,16 +354,12 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 	if asked != nil {
 		scopes = asked
 	}
-	return s.sign(claims.GrantID, clientID, g.HumanID, scopes, g.Resource, g.AuthTime, "", newJTI, g.ExpiresAt)
+	return s.sign(cl, claims.GrantID, clientID, g.HumanID, scopes, g.Resource, g.AuthTime, "", newJTI, g.ExpiresAt)
 }
 
 // sign makes the access token, the ID token and (with refreshJTI) the refresh token.
 // The access token's aud is the grant's resource, or the service's base URL.
-func (s *Service) sign(grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, error) {
-	cl := s.clients.get(clientID)
-	if cl == nil {
-		return nil, oauthError(ErrInvalidClient, "unknown client")
-	}
+func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, error) {
 	now := s.now()
 	sub := PairwiseSubject(s.pairwiseSecret, cl.sector, humanID)
 	scope := joinScopes(scopes)

@@ -27,6 +27,9 @@ var rules = []rule{
 	{"./edge/...", "the edge is plain net/http: no Caddy, no storage engine (the app owns the store)",
 		[]string{"github.com/caddyserver/", module + "/caddymodule",
 			module + "/storage/badgerstore", module + "/storage/pgstore", module + "/storage/memstore"}},
+	{"./portal/...", "the portal is plain net/http, mounted by the edge: no Caddy, no storage engine, not the edge",
+		[]string{"github.com/caddyserver/", module + "/caddymodule", module + "/edge",
+			module + "/storage/badgerstore", module + "/storage/pgstore", module + "/storage/memstore"}},
 }
 
 // TestImportRules checks every rule on the packages' dependencies as go list

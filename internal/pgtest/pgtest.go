@@ -22,6 +22,8 @@
 // reopen a store, or stop and restart a cluster (a clean, fast shutdown), still see
 // every committed write, because the server still writes its WAL before a commit
 // returns (synchronous_commit stays on) and writes all data out at shutdown.
+// NewClusterWith with ClusterOptions.Durable starts a cluster with fsync and
+// full_page_writes on instead, as a production server runs, for benchmarks.
 package pgtest
 
 import (
@@ -76,15 +78,22 @@ var shared struct {
 //	func TestMain(m *testing.M) { pgtest.Main(m) }
 func Main(m *testing.M) {
 	code := m.Run()
+	if err := Cleanup(); err != nil && code == 0 {
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// Cleanup stops and removes the shared private cluster, if one was started, for a
+// TestMain that cannot call Main (say, one that calls testserver.Main).
+func Cleanup() error {
 	if c := shared.cluster; c != nil {
 		if err := c.remove(); err != nil {
 			fmt.Fprintf(os.Stderr, "pgtest: removing the private PostgreSQL cluster: %v\n", err)
-			if code == 0 {
-				code = 1
-			}
+			return err
 		}
 	}
-	os.Exit(code)
+	return nil
 }
 
 // DSN returns the DSN of a new, empty database for t, dropped when t ends (after the
@@ -216,6 +225,7 @@ func binary(name string) (string, error) {
 type Cluster struct {
 	dir  string              // the temporary directory: data/, server.log, the socket
 	cred *syscall.Credential // the postgres user's, when running as root; else nil
+	opts ClusterOptions
 
 	mu     sync.Mutex
 	server *exec.Cmd     // the running postmaster, or nil
@@ -241,6 +251,50 @@ func NewCluster(t testing.TB) *Cluster {
 	return c
 }
 
+// ClusterOptions configure a cluster of NewClusterWith. The zero value is the
+// cluster of NewCluster.
+type ClusterOptions struct {
+	// Durable runs the server as a production one would, for benchmarks: fsync,
+	// full_page_writes and synchronous_commit on (PostgreSQL's defaults), and
+	// initdb syncs the new cluster to disk. Without it the cluster runs with
+	// fsync=off and full_page_writes=off (see the package documentation).
+	Durable bool
+	// Settings are further server settings, "name=value" each, passed as -c
+	// options after pgtest's own (so they override them): "shared_buffers=128MB",
+	// "shared_preload_libraries=pg_stat_statements".
+	Settings []string
+}
+
+// NewClusterWith is NewCluster with options: a private cluster that only t
+// uses, removed when t ends.
+func NewClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
+	t.Helper()
+	if why := Unavailable(); why != "" {
+		skipOrFail(t, why)
+	}
+	c, err := startClusterWith(opts)
+	if err != nil {
+		t.Fatalf("pgtest: starting a private PostgreSQL cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.remove(); err != nil {
+			t.Errorf("pgtest: removing cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// PID returns the process id of the running server (the postmaster, parent of
+// every backend and auxiliary process of the cluster), or 0 when it is stopped.
+func (c *Cluster) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.server == nil || c.server.Process == nil {
+		return 0
+	}
+	return c.server.Process.Pid
+}
+
 // AdminDSN is the DSN of the cluster's postgres database, as superuser postgres.
 func (c *Cluster) AdminDSN() string {
 	return fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres sslmode=disable", c.dir, port)
@@ -253,7 +307,10 @@ func (c *Cluster) DSN(t testing.TB) string {
 }
 
 // startCluster runs initdb in a new temporary directory and starts the server.
-func startCluster() (*Cluster, error) {
+func startCluster() (*Cluster, error) { return startClusterWith(ClusterOptions{}) }
+
+// startClusterWith is startCluster with options.
+func startClusterWith(opts ClusterOptions) (*Cluster, error) {
 	initdb, err := binary("initdb")
 	if err != nil {
 		return nil, err
@@ -263,7 +320,7 @@ func startCluster() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir}
+	c := &Cluster{dir: dir, opts: opts}
 	if os.Geteuid() == 0 {
 		// PostgreSQL refuses to run as root: run it as postgres, owning the directory.
 		if c.cred, err = postgresCredential(); err != nil {
@@ -277,8 +334,11 @@ func startCluster() (*Cluster, error) {
 	}
 	// trust: only the socket's directory, owned by the server's user (and root),
 	// reaches it. --no-sync: a throwaway cluster need not be on disk before it starts.
-	out, err := c.command(initdb, "-D", c.dataDir(), "-U", "postgres", "-A", "trust",
-		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions").CombinedOutput()
+	args := []string{"-D", c.dataDir(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"}
+	if !opts.Durable {
+		args = append(args, "--no-sync")
+	}
+	out, err := c.command(initdb, args...).CombinedOutput()
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
@@ -358,16 +418,23 @@ func (c *Cluster) Start() error {
 		return err
 	}
 	defer logFile.Close()
-	cmd := c.command(postgres, "-D", c.dataDir(),
+	args := []string{"-D", c.dataDir(),
 		"-c", "listen_addresses=",
-		"-c", "unix_socket_directories="+c.dir,
-		"-c", "port="+strconv.Itoa(port),
+		"-c", "unix_socket_directories=" + c.dir,
+		"-c", "port=" + strconv.Itoa(port),
 		"-c", "fsync=off",
 		"-c", "full_page_writes=off",
 		"-c", "shared_buffers=16MB",
 		"-c", "max_connections=100",
 		"-c", "logging_collector=off",
-	)
+	}
+	if c.opts.Durable {
+		args = append(args, "-c", "fsync=on", "-c", "full_page_writes=on", "-c", "synchronous_commit=on")
+	}
+	for _, setting := range c.opts.Settings {
+		args = append(args, "-c", setting)
+	}
+	cmd := c.command(postgres, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Should the test binary die without stopping the server, the server shuts down
 	// at once (SIGQUIT) instead of outliving it (checked by hand with kill -9). Go

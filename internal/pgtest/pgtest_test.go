@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -128,5 +129,34 @@ func TestUnavailable(t *testing.T) {
 				t.Errorf("%s=%q: output lacks %q:\n%s", EnvRequire, c.require, want, out)
 			}
 		}
+	}
+}
+
+// TestDurableCluster checks that NewClusterWith(Durable) runs a server that syncs
+// its writes, that Settings reach the server, and that PID names the postmaster.
+func TestDurableCluster(t *testing.T) {
+	c := NewClusterWith(t, ClusterOptions{Durable: true, Settings: []string{"shared_buffers=32MB"}})
+	if pid := c.PID(); pid <= 0 {
+		t.Fatalf("PID() = %d for a running cluster", pid)
+	} else if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+		t.Fatalf("PID() = %d: %v", pid, err)
+	}
+	conn := connect(t, c.DSN(t))
+	for setting, want := range map[string]string{
+		"fsync": "on", "full_page_writes": "on", "synchronous_commit": "on", "shared_buffers": "32MB",
+	} {
+		var got string
+		if err := conn.QueryRow(t.Context(), "SHOW "+setting).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s = %s, want %s", setting, got, want)
+		}
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if pid := c.PID(); pid != 0 {
+		t.Errorf("PID() = %d for a stopped cluster", pid)
 	}
 }

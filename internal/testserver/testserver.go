@@ -485,10 +485,16 @@ func Binary(t testing.TB) string {
 	return build.path
 }
 
-// Main runs the tests of a package and removes the binary Binary built. Use it
-// from TestMain: `func TestMain(m *testing.M) { testserver.Main(m) }`.
-func Main(m *testing.M) {
+// Main runs the tests of a package, then the cleanups after (a failed one fails
+// the run), and removes the binary Binary built. Use it from TestMain:
+// `func TestMain(m *testing.M) { testserver.Main(m) }`.
+func Main(m *testing.M, after ...func() error) {
 	code := m.Run()
+	for _, f := range after {
+		if err := f(); err != nil && code == 0 {
+			code = 1
+		}
+	}
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
 	}

@@ -372,6 +372,9 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Txn) error, exclusi
 	tx := &txn{s: s, ctx: ctx, tx: ptx}
 	fnErr := fn(tx)
 	tx.done = true
+	if fnErr == nil {
+		tx.flush() // the queued writes; a failure is tx.err
+	}
 	if tx.err != nil {
 		// The transaction failed at a statement and is aborted, whatever fn made of
 		// the error: retry it, or report the failure rather than what fn returned.

@@ -39,13 +39,26 @@ var errTxnDone = errors.New("pgstore: transaction used after it ended")
 var errReadOnly = errors.New("pgstore: write in a read-only (View) transaction")
 
 // txn adapts a pgx transaction to storage.Txn. It is not safe for concurrent use.
+//
+// Writes are deferred: Set and Delete queue their statement, and the queue is sent
+// in one round trip with the transaction's next read (so that the read sees them)
+// or, when fn has returned nil, before the commit (Store.attempt). A queued write
+// that fails fails the transaction there, as the statement would have.
 type txn struct {
 	s        *Store
 	ctx      context.Context
 	tx       pgx.Tx
 	readOnly bool
-	done     bool  // fn has returned
-	err      error // the first statement that failed; the transaction is aborted
+	done     bool    // fn has returned
+	err      error   // the first statement that failed; the transaction is aborted
+	pending  []write // queued writes, not yet sent
+}
+
+// write is a queued Set or Delete.
+type write struct {
+	op   string // "set" or "delete", for errors
+	sql  string
+	args []any
 }
 
 // fail records err, from a statement of op, as the transaction's failure and returns it.
@@ -70,7 +83,21 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 	var v []byte
 	ctx, cancel := t.s.bound(t.ctx)
 	defer cancel()
-	err := t.tx.QueryRow(ctx, sqlGet, key).Scan(&v)
+	var err error
+	if len(t.pending) == 0 {
+		err = t.tx.QueryRow(ctx, sqlGet, key).Scan(&v)
+	} else {
+		br, perr := t.sendPending(ctx, sqlGet, key)
+		if perr != nil {
+			return nil, perr
+		}
+		err = br.QueryRow().Scan(&v)
+		if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) {
+			if cerr != nil {
+				err = cerr
+			}
+		}
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, storage.ErrNotFound
 	}
@@ -99,14 +126,11 @@ func (t *txn) Set(key, value []byte, ttl time.Duration) error {
 	if ttl > 0 && micros == 0 {
 		micros = 1
 	}
+	value = bytes.Clone(value) // queued: the caller may reuse its slices
 	if value == nil {
 		value = []byte{} // nil would be NULL
 	}
-	ctx, cancel := t.s.bound(t.ctx)
-	defer cancel()
-	if _, err := t.tx.Exec(ctx, sqlSet, key, value, micros); err != nil {
-		return t.fail("set", err)
-	}
+	t.pending = append(t.pending, write{"set", sqlSet, []any{bytes.Clone(key), value, micros}})
 	return nil
 }
 
@@ -118,10 +142,60 @@ func (t *txn) Delete(key []byte) error {
 	if t.readOnly {
 		return errReadOnly
 	}
+	t.pending = append(t.pending, write{"delete", sqlDelete, []any{bytes.Clone(key)}})
+	return nil
+}
+
+// sendPending sends the queued writes and then the statement sql, in one round
+// trip, and returns the results positioned at sql's: the caller reads them and
+// closes them. A write that fails fails the transaction.
+func (t *txn) sendPending(ctx context.Context, sql string, args ...any) (pgx.BatchResults, error) {
+	pending := t.pending
+	t.pending = nil
+	b := &pgx.Batch{}
+	for _, w := range pending {
+		b.Queue(w.sql, w.args...)
+	}
+	b.Queue(sql, args...)
+	br := t.tx.SendBatch(ctx, b)
+	for _, w := range pending {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, t.fail(w.op, err)
+		}
+	}
+	return br, nil
+}
+
+// flush sends the queued writes, in one round trip, once fn has returned nil and
+// before the commit. A write that fails fails the transaction.
+func (t *txn) flush() error {
+	if t.err != nil || len(t.pending) == 0 {
+		return t.err
+	}
+	pending := t.pending
+	t.pending = nil
 	ctx, cancel := t.s.bound(t.ctx)
 	defer cancel()
-	if _, err := t.tx.Exec(ctx, sqlDelete, key); err != nil {
-		return t.fail("delete", err)
+	if len(pending) == 1 {
+		if _, err := t.tx.Exec(ctx, pending[0].sql, pending[0].args...); err != nil {
+			return t.fail(pending[0].op, err)
+		}
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, w := range pending {
+		b.Queue(w.sql, w.args...)
+	}
+	br := t.tx.SendBatch(ctx, b)
+	for _, w := range pending {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return t.fail(w.op, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return t.fail("write", err)
 	}
 	return nil
 }
@@ -188,8 +262,21 @@ func (t *txn) page(prefix, end, after []byte, values bool, limit int) ([]row, er
 	q += " ORDER BY key LIMIT " + arg(limit)
 	ctx, cancel := t.s.bound(t.ctx)
 	defer cancel()
-	rows, err := t.tx.Query(ctx, q, args...)
+	var rows pgx.Rows
+	var br pgx.BatchResults // when the queued writes went first
+	var err error
+	if len(t.pending) == 0 {
+		rows, err = t.tx.Query(ctx, q, args...)
+	} else {
+		if br, err = t.sendPending(ctx, q, args...); err != nil {
+			return nil, err
+		}
+		rows, err = br.Query()
+	}
 	if err != nil {
+		if br != nil {
+			br.Close()
+		}
 		return nil, t.fail("iterate", err)
 	}
 	page := make([]row, 0, min(limit, 64))
@@ -197,6 +284,9 @@ func (t *txn) page(prefix, end, after []byte, values bool, limit int) ([]row, er
 		var r row
 		if err := rows.Scan(&r.k, &r.v); err != nil {
 			rows.Close()
+			if br != nil {
+				br.Close()
+			}
 			return nil, t.fail("iterate", err)
 		}
 		if values && r.v == nil {
@@ -205,7 +295,15 @@ func (t *txn) page(prefix, end, after []byte, values bool, limit int) ([]row, er
 		page = append(page, r)
 	}
 	if err := rows.Err(); err != nil {
+		if br != nil {
+			br.Close()
+		}
 		return nil, t.fail("iterate", err)
+	}
+	if br != nil {
+		if err := br.Close(); err != nil {
+			return nil, t.fail("iterate", err)
+		}
 	}
 	return page, nil
 }

@@ -1,0 +1,162 @@
+package caddymodule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/edge"
+	"github.com/palmgate/palmgate/storage"
+)
+
+// The admin routes of clients (see AdminAPI):
+//
+//	GET    /palmgate/clients                    every client, static ones read-only
+//	POST   /palmgate/clients                    create: {"name","redirect_uris",["sector"]}
+//	                                            -> 201 the client with its client_secret
+//	GET    /palmgate/clients/{id}               one client
+//	PATCH  /palmgate/clients/{id}               change name, redirect_uris or sector
+//	POST   /palmgate/clients/{id}/rotate-secret {"grace":"24h"} (default 24h, "0s" allowed)
+//	                                            -> the client with its new client_secret
+//	DELETE /palmgate/clients/{id}               remove it and revoke its grants
+
+// clientBody is the JSON body of create and update.
+type clientBody struct {
+	Name         *string  `json:"name"`
+	RedirectURIs []string `json:"redirect_uris"`
+	Sector       *string  `json:"sector"`
+}
+
+// clientWithSecret is a client with the secret just issued (shown once).
+type clientWithSecret struct {
+	*oidc.ClientInfo
+	Secret string `json:"client_secret"`
+}
+
+func adminError(status int, format string, args ...any) error {
+	return caddy.APIError{HTTPStatus: status, Err: fmt.Errorf(format, args...)}
+}
+
+// decodeAdminJSON reads a bounded JSON object with no unknown field.
+func decodeAdminJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, edge.MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return adminError(http.StatusBadRequest, "body: %v", err)
+	}
+	return nil
+}
+
+// clientAdminError maps registry errors to statuses.
+func clientAdminError(err error) error {
+	var ce *oidc.ClientError
+	switch {
+	case errors.Is(err, oidc.ErrClientNotFound):
+		return adminError(http.StatusNotFound, "%v", err)
+	case errors.Is(err, oidc.ErrClientStatic):
+		return adminError(http.StatusConflict, "%v", err)
+	case errors.Is(err, oidc.ErrTooManyClients):
+		return adminError(http.StatusConflict, "%v", err)
+	case errors.As(err, &ce):
+		return adminError(http.StatusBadRequest, "%v", err)
+	case errors.Is(err, storage.ErrUnavailable):
+		return adminError(http.StatusServiceUnavailable, "%v", err)
+	}
+	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
+}
+
+func writeAdminJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}
+
+// adminClients serves /palmgate/clients and /palmgate/clients/*.
+func adminClients(w http.ResponseWriter, r *http.Request) error {
+	app, err := activeApp()
+	if err != nil {
+		return err
+	}
+	svc := app.OIDC()
+	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, "/palmgate/clients"), "/")
+	id, action, _ := strings.Cut(rest, "/")
+	ctx := r.Context()
+	switch {
+	case id == "" && r.Method == http.MethodGet:
+		list, err := svc.ListClients(ctx, "")
+		if err != nil {
+			return clientAdminError(err)
+		}
+		if list == nil {
+			list = []*oidc.ClientInfo{}
+		}
+		return writeAdminJSON(w, http.StatusOK, list)
+	case id == "" && r.Method == http.MethodPost:
+		var b clientBody
+		if err := decodeAdminJSON(r, &b); err != nil {
+			return err
+		}
+		ci, secret, err := svc.CreateClient(ctx, oidc.ClientSpec{Name: b.Name, RedirectURIs: b.RedirectURIs, Sector: b.Sector})
+		if err != nil {
+			return clientAdminError(err)
+		}
+		return writeAdminJSON(w, http.StatusCreated, clientWithSecret{ci, secret})
+	case id == "":
+		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET or POST", r.Method)
+	case action == "" && r.Method == http.MethodGet:
+		ci, err := svc.GetClient(ctx, id)
+		if err != nil {
+			return clientAdminError(err)
+		}
+		return writeAdminJSON(w, http.StatusOK, ci)
+	case action == "" && (r.Method == http.MethodPatch || r.Method == http.MethodPut):
+		var b clientBody
+		if err := decodeAdminJSON(r, &b); err != nil {
+			return err
+		}
+		ci, err := svc.UpdateClient(ctx, id, "", oidc.ClientSpec{Name: b.Name, RedirectURIs: b.RedirectURIs, Sector: b.Sector})
+		if err != nil {
+			return clientAdminError(err)
+		}
+		return writeAdminJSON(w, http.StatusOK, ci)
+	case action == "" && r.Method == http.MethodDelete:
+		if err := svc.DeleteClient(ctx, id, ""); err != nil {
+			return clientAdminError(err)
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	case action == "":
+		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET, PATCH or DELETE", r.Method)
+	case action == "rotate-secret" && r.Method == http.MethodPost:
+		var b struct {
+			Grace *string `json:"grace"`
+		}
+		if r.ContentLength != 0 {
+			if err := decodeAdminJSON(r, &b); err != nil {
+				return err
+			}
+		}
+		grace := oidc.DefaultSecretGrace
+		if b.Grace != nil {
+			d, err := caddy.ParseDuration(*b.Grace)
+			if err != nil {
+				return adminError(http.StatusBadRequest, "grace: %v", err)
+			}
+			grace = d
+		}
+		ci, secret, err := svc.RotateClientSecret(ctx, id, "", grace)
+		if err != nil {
+			return clientAdminError(err)
+		}
+		return writeAdminJSON(w, http.StatusOK, clientWithSecret{ci, secret})
+	case action == "rotate-secret":
+		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; POST", r.Method)
+	}
+	return adminError(http.StatusNotFound, "no such route")
+}

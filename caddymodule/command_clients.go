@@ -1,0 +1,192 @@
+package caddymodule
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/caddyserver/caddy/v2"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+)
+
+// addClientCommands adds `caddy palmgate client add|list|show|update|rotate-secret|remove`,
+// which call the admin API of a running Caddy (admin_clients.go).
+func addClientCommands(parent *cobra.Command) {
+	client := &cobra.Command{
+		Use:   "client add|list|show|update|rotate-secret|remove",
+		Short: "Manages OpenID Connect clients through the admin API of a running Caddy",
+		Long: `
+Manages palmgate's OpenID Connect clients on a running Caddy, through its admin
+API: the dynamic clients (those the developer portal and these commands create)
+can be changed; the clients of the Caddyfile are listed read-only.
+
+Every subcommand takes --address (the admin API's address, if not the default),
+or --config and --adapter to find it, and --json to print JSON instead of a table.
+`,
+	}
+	common := func(c *cobra.Command) *cobra.Command {
+		c.Flags().String("address", "", "The address to use to reach the admin API endpoint, if not the default")
+		c.Flags().StringP("config", "c", "", "Configuration file to use to find the admin API address")
+		c.Flags().StringP("adapter", "a", "", "Name of config adapter to apply (when --config is used)")
+		c.Flags().Bool("json", false, "Print JSON")
+		c.RunE = caddycmd.WrapCommandFuncForCobra(func(fs caddycmd.Flags) (int, error) { return runClientCommand(c.Name(), fs) })
+		client.AddCommand(c)
+		return c
+	}
+	add := common(&cobra.Command{Use: "add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>]",
+		Short: "Creates a client and prints its client_id and client_secret (shown once)", Args: cobra.NoArgs})
+	add.Flags().String("name", "", "Display name, shown on the login page")
+	add.Flags().StringArray("redirect-uri", nil, "A redirect URI (repeatable)")
+	add.Flags().String("sector", "", "Pairwise sector (default: the client_id)")
+	common(&cobra.Command{Use: "list", Short: "Lists the clients", Args: cobra.NoArgs})
+	common(&cobra.Command{Use: "show <client_id>", Short: "Shows a client", Args: cobra.ExactArgs(1)})
+	update := common(&cobra.Command{Use: "update <client_id> [--name <name>] [--redirect-uri <uri>...] [--sector <id>]",
+		Short: "Changes a client's name, redirect URIs (all replaced) or sector", Args: cobra.ExactArgs(1)})
+	update.Flags().String("name", "", "New display name")
+	update.Flags().StringArray("redirect-uri", nil, "The new redirect URIs (repeatable; replace all)")
+	update.Flags().String("sector", "", "New pairwise sector")
+	rotate := common(&cobra.Command{Use: "rotate-secret <client_id> [--grace 24h]",
+		Short: "Issues a new secret (printed once); the current one works for --grace more", Args: cobra.ExactArgs(1)})
+	rotate.Flags().String("grace", "24h", "How long the current secret keeps working (0s: stops at once)")
+	common(&cobra.Command{Use: "remove <client_id>", Short: "Deletes a client and revokes its grants", Args: cobra.ExactArgs(1)})
+	parent.AddCommand(client)
+}
+
+func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
+	addr, err := caddycmd.DetermineAdminAPIAddress(fs.String("address"), nil, fs.String("config"), fs.String("adapter"))
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, fmt.Errorf("finding the admin API address: %v", err)
+	}
+	id := url.PathEscape(fs.Arg(0))
+	body := map[string]any{}
+	var method, path string
+	switch name {
+	case "add":
+		method, path = http.MethodPost, "/palmgate/clients"
+		body["name"], body["redirect_uris"] = fs.String("name"), stringArray(fs, "redirect-uri")
+		if s := fs.String("sector"); s != "" {
+			body["sector"] = s
+		}
+	case "list":
+		method, path = http.MethodGet, "/palmgate/clients"
+	case "show":
+		method, path = http.MethodGet, "/palmgate/clients/"+id
+	case "update":
+		method, path = http.MethodPatch, "/palmgate/clients/"+id
+		for flag, key := range map[string]string{"name": "name", "sector": "sector"} {
+			if fs.Changed(flag) {
+				body[key] = fs.String(flag)
+			}
+		}
+		if fs.Changed("redirect-uri") {
+			body["redirect_uris"] = stringArray(fs, "redirect-uri")
+		}
+	case "rotate-secret":
+		method, path = http.MethodPost, "/palmgate/clients/"+id+"/rotate-secret"
+		body["grace"] = fs.String("grace")
+	case "remove":
+		method, path = http.MethodDelete, "/palmgate/clients/"+id
+	}
+	var reqBody io.Reader
+	headers := http.Header{}
+	if method == http.MethodPost || method == http.MethodPatch {
+		b, _ := json.Marshal(body)
+		reqBody = bytes.NewReader(b)
+		headers.Set("Content-Type", "application/json")
+	}
+	resp, err := caddycmd.AdminAPIRequest(addr, method, path, headers, reqBody)
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, err // it says what the admin API answered
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return caddy.ExitCodeFailedStartup, fmt.Errorf("reading the admin API's answer: %v", err)
+	}
+	if name == "remove" {
+		if fs.Bool("json") {
+			fmt.Printf("{\"client_id\":%q,\"removed\":true}\n", fs.Arg(0))
+		} else {
+			fmt.Printf("removed %s\n", fs.Arg(0))
+		}
+		return caddy.ExitCodeSuccess, nil
+	}
+	if fs.Bool("json") {
+		os.Stdout.Write(out)
+		return caddy.ExitCodeSuccess, nil
+	}
+	return printClients(out, name == "list")
+}
+
+func stringArray(fs caddycmd.Flags, name string) []string {
+	v, _ := fs.GetStringArray(name)
+	if v == nil {
+		v = []string{}
+	}
+	return v
+}
+
+// adminClient is a client as the admin API answers it.
+type adminClient struct {
+	ID             string   `json:"client_id"`
+	Name           string   `json:"name"`
+	RedirectURIs   []string `json:"redirect_uris"`
+	Sector         string   `json:"sector"`
+	Owner          string   `json:"owner"`
+	Static         bool     `json:"static"`
+	Secret         string   `json:"client_secret"`
+	PreviousExpiry string   `json:"previous_secret_expires_at"`
+	UpdatedAt      string   `json:"updated_at"`
+}
+
+func printClients(out []byte, list bool) (int, error) {
+	var clients []adminClient
+	if list {
+		if err := json.Unmarshal(out, &clients); err != nil {
+			return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding the admin API's answer: %v", err)
+		}
+	} else {
+		var c adminClient
+		if err := json.Unmarshal(out, &c); err != nil {
+			return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding the admin API's answer: %v", err)
+		}
+		clients = []adminClient{c}
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	if list {
+		fmt.Fprintln(tw, "CLIENT_ID\tNAME\tKIND\tREDIRECT_URIS")
+		for _, c := range clients {
+			kind := "dynamic"
+			if c.Static {
+				kind = "static"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.ID, c.Name, kind, strings.Join(c.RedirectURIs, " "))
+		}
+		return caddy.ExitCodeSuccess, tw.Flush()
+	}
+	c := clients[0]
+	fmt.Fprintf(tw, "client_id\t%s\n", c.ID)
+	if c.Secret != "" {
+		fmt.Fprintf(tw, "client_secret\t%s\t(shown once)\n", c.Secret)
+	}
+	fmt.Fprintf(tw, "name\t%s\n", c.Name)
+	fmt.Fprintf(tw, "redirect_uris\t%s\n", strings.Join(c.RedirectURIs, " "))
+	fmt.Fprintf(tw, "sector\t%s\n", c.Sector)
+	if c.Static {
+		fmt.Fprintln(tw, "kind\tstatic (Caddyfile; read-only)")
+	}
+	if c.Owner != "" {
+		fmt.Fprintln(tw, "owner\ta portal developer")
+	}
+	if c.PreviousExpiry != "" {
+		fmt.Fprintf(tw, "previous secret works until\t%s\n", c.PreviousExpiry)
+	}
+	return caddy.ExitCodeSuccess, tw.Flush()
+}

@@ -1,0 +1,501 @@
+package oidc
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/palmgate/palmgate/storage"
+)
+
+// Dynamic clients live in the store beside the static (configured) ones, which win
+// on an id clash and cannot be changed at run time.
+//
+// Consistency: a dynamic client is read from the store on every use (a point read
+// by id, no cache), so a change made on one instance is honoured by every instance
+// sharing the store from its next request: no instance can accept a removed redirect
+// URI or a secret whose grace period has ended.
+//
+// Secrets: 256 random bits, stored only as HMAC-SHA256 under a key kept in the store
+// (oidc/client-secret-key). A slow password hash (argon2id) protects guessable
+// secrets against offline guessing; a 256-bit random secret cannot be guessed, so a
+// fast keyed hash loses nothing and keeps every token request cheap. The key means
+// a copy of the client records alone does not even allow checking a candidate.
+
+// Limits of dynamic clients.
+const (
+	MaxClientNameLen       = 100
+	MaxRedirectURIs        = 10
+	MaxRedirectURILen      = 2000
+	MaxSectorLen           = 200
+	DefaultMaxClientsOwner = 20
+	DefaultSecretGrace     = 24 * time.Hour
+	// MaxSecretGrace bounds the grace period of a rotated-out secret.
+	MaxSecretGrace    = 30 * 24 * time.Hour
+	clientSecretBytes = 32
+	clientIDPrefix    = "pg_"
+)
+
+// Registry errors, for the edge to map (all are the caller's fault: 4xx).
+var (
+	ErrClientNotFound = errors.New("no such client")
+	ErrClientInvalid  = errors.New("invalid client")
+	ErrClientStatic   = errors.New("the client is configured statically and cannot be changed at run time")
+	ErrTooManyClients = errors.New("too many clients")
+)
+
+// ClientError says what is wrong with a registry request; Kind is one of the
+// registry errors above.
+type ClientError struct {
+	Kind    error
+	Message string
+}
+
+func (e *ClientError) Error() string { return e.Message }
+func (e *ClientError) Unwrap() error { return e.Kind }
+
+func clientErr(kind error, format string, args ...any) error {
+	return &ClientError{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// storedSecret is the keyed hash of one secret; ExpiresAt is zero for the current
+// secret and the end of the grace period for a rotated-out one.
+type storedSecret struct {
+	MAC       []byte    `json:"mac"`
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+}
+
+// clientRecord is a dynamic client as stored.
+type clientRecord struct {
+	ID           string         `json:"id"`
+	Name         string         `json:"name"`
+	RedirectURIs []string       `json:"redirectUris"`
+	Sector       string         `json:"sector"`
+	Owner        string         `json:"owner,omitempty"`
+	Secrets      []storedSecret `json:"secrets"`
+	CreatedAt    time.Time      `json:"createdAt"`
+	UpdatedAt    time.Time      `json:"updatedAt"`
+}
+
+// ClientInfo is a client as the admin API and the portal show it (never a secret).
+type ClientInfo struct {
+	ID           string    `json:"client_id"`
+	Name         string    `json:"name"`
+	RedirectURIs []string  `json:"redirect_uris"`
+	Sector       string    `json:"sector"`
+	Owner        string    `json:"owner,omitempty"`
+	Static       bool      `json:"static,omitempty"`
+	CreatedAt    time.Time `json:"created_at,omitzero"`
+	UpdatedAt    time.Time `json:"updated_at,omitzero"`
+	// SecretExpiresAt is when the previous secret stops working, after a rotation.
+	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at,omitzero"`
+}
+
+// ClientSpec is what creating or updating a client sets; a nil field is left as is
+// by an update.
+type ClientSpec struct {
+	Name         *string
+	RedirectURIs []string // nil: unchanged
+	Sector       *string
+	Owner        string // create only
+}
+
+func (r *clientRecord) info() *ClientInfo {
+	ci := &ClientInfo{ID: r.ID, Name: r.Name, RedirectURIs: slices.Clone(r.RedirectURIs), Sector: r.Sector, Owner: r.Owner,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	for _, s := range r.Secrets {
+		if !s.ExpiresAt.IsZero() && s.ExpiresAt.After(ci.PreviousSecretExpiresAt) {
+			ci.PreviousSecretExpiresAt = s.ExpiresAt
+		}
+	}
+	return ci
+}
+
+// client returns the client with id: a static one, else the dynamic one read from
+// the store now; nil when there is none.
+func (s *Service) client(ctx context.Context, id string) (*client, error) {
+	if cl := s.clients.get(id); cl != nil {
+		return cl, nil
+	}
+	rec, err := s.getClientRecord(ctx, id)
+	if errors.Is(err, ErrClientNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.dynamicClient(rec), nil
+}
+
+func (s *Service) dynamicClient(rec *clientRecord) *client {
+	var macs [][]byte
+	now := s.now()
+	for _, sec := range rec.Secrets {
+		if sec.ExpiresAt.IsZero() || now.Before(sec.ExpiresAt) {
+			macs = append(macs, sec.MAC)
+		}
+	}
+	return &client{
+		id: rec.ID, name: rec.Name, sector: rec.Sector, redirectURIs: rec.RedirectURIs,
+		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true,
+	}
+}
+
+func (s *Service) getClientRecord(ctx context.Context, id string) (*clientRecord, error) {
+	if !validClientID(id) {
+		return nil, ErrClientNotFound
+	}
+	var rec *clientRecord
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		var err error
+		rec, err = readClient(txn, id)
+		return err
+	})
+	return rec, err
+}
+
+func validClientID(id string) bool {
+	rest, ok := strings.CutPrefix(id, clientIDPrefix)
+	if !ok || len(rest) != 22 {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(rest)
+	return err == nil
+}
+
+func readClient(txn storage.Txn, id string) (*clientRecord, error) {
+	b, err := txn.Get(clientKey(id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, ErrClientNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec clientRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("decoding client %s: %w", id, err)
+	}
+	return &rec, nil
+}
+
+func writeClient(txn storage.Txn, rec *clientRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return txn.Set(clientKey(rec.ID), b, 0)
+}
+
+// authenticateClient checks id and secret against the static clients, then the
+// dynamic ones (every live secret, in constant time for each).
+func (s *Service) authenticateClient(ctx context.Context, id, secret string) (*client, error) {
+	if s.clients.get(id) != nil {
+		return s.clients.authenticate(id, secret), nil
+	}
+	cl, err := s.client(ctx, id)
+	if err != nil || cl == nil {
+		s.clients.authenticate("", secret) // the same work for an unknown client
+		return nil, err
+	}
+	mac := s.secretMAC(secret)
+	ok := 0
+	for _, m := range cl.dynamicMACs {
+		ok |= subtle.ConstantTimeCompare(mac, m)
+	}
+	if ok != 1 {
+		return nil, nil
+	}
+	return cl, nil
+}
+
+func newClientSecret() (secret string, err error) { return randomToken(clientSecretBytes) }
+
+// CreateClient registers a dynamic client and returns it with its secret (shown
+// once: only its hash is kept). A spec's Owner bounds how many clients that owner
+// may have (Config.MaxClientsPerOwner).
+func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (*ClientInfo, string, error) {
+	if spec.Name == nil || spec.RedirectURIs == nil {
+		return nil, "", clientErr(ErrClientInvalid, "name and at least one redirect_uri are required")
+	}
+	if err := s.validateSpec(&spec); err != nil {
+		return nil, "", err
+	}
+	idBytes := make([]byte, 16)
+	if _, err := rand.Read(idBytes); err != nil {
+		return nil, "", err
+	}
+	secret, err := newClientSecret()
+	if err != nil {
+		return nil, "", err
+	}
+	now := s.now().UTC()
+	rec := &clientRecord{
+		ID: clientIDPrefix + base64.RawURLEncoding.EncodeToString(idBytes), Name: *spec.Name,
+		RedirectURIs: spec.RedirectURIs, Owner: spec.Owner, CreatedAt: now, UpdatedAt: now,
+		Secrets: []storedSecret{{MAC: s.secretMAC(secret)}},
+	}
+	rec.Sector = rec.ID
+	if spec.Sector != nil && *spec.Sector != "" {
+		rec.Sector = *spec.Sector
+	}
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		if spec.Owner != "" {
+			// Every create of an owner reads and writes one key: concurrent creates
+			// conflict (and retry), so they cannot both pass the count below.
+			if _, err := txn.Get(ownerMarkKey(spec.Owner)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+			if err := txn.Set(ownerMarkKey(spec.Owner), []byte(rec.ID), 0); err != nil {
+				return err
+			}
+			n := 0
+			if err := txn.IterateKeys(ownerPrefix(spec.Owner), func([]byte) (bool, error) { n++; return true, nil }); err != nil {
+				return err
+			}
+			if n >= s.maxClientsPerOwner {
+				return clientErr(ErrTooManyClients, "at most %d applications per developer; delete one first", s.maxClientsPerOwner)
+			}
+			if err := txn.Set(ownerKey(spec.Owner, rec.ID), nil, 0); err != nil {
+				return err
+			}
+		}
+		return writeClient(txn, rec)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return rec.info(), secret, nil
+}
+
+// GetClient returns a client: a dynamic one, or a static one (Static set).
+func (s *Service) GetClient(ctx context.Context, id string) (*ClientInfo, error) {
+	if cl := s.clients.get(id); cl != nil {
+		return cl.info(), nil
+	}
+	rec, err := s.getClientRecord(ctx, id)
+	if errors.Is(err, ErrClientNotFound) {
+		return nil, clientErr(ErrClientNotFound, "no client %.100q", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rec.info(), nil
+}
+
+func (cl *client) info() *ClientInfo {
+	return &ClientInfo{ID: cl.id, Name: cl.name, RedirectURIs: slices.Clone(cl.redirectURIs), Sector: cl.sector, Static: true}
+}
+
+// ListClients returns the static clients then the dynamic ones; with owner set,
+// only that owner's dynamic clients.
+func (s *Service) ListClients(ctx context.Context, owner string) ([]*ClientInfo, error) {
+	var out []*ClientInfo
+	if owner == "" {
+		for _, cl := range s.clients.byID {
+			out = append(out, cl.info())
+		}
+		slices.SortFunc(out, func(a, b *ClientInfo) int { return strings.Compare(a.ID, b.ID) })
+	}
+	var dyn []*ClientInfo
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		dyn = dyn[:0]
+		if owner == "" {
+			return txn.Iterate(clientPrefix(), func(_, v []byte) (bool, error) {
+				var rec clientRecord
+				if err := json.Unmarshal(v, &rec); err != nil {
+					return false, err
+				}
+				dyn = append(dyn, rec.info())
+				return true, nil
+			})
+		}
+		prefix := ownerPrefix(owner)
+		return txn.IterateKeys(prefix, func(k []byte) (bool, error) {
+			rec, err := readClient(txn, string(k[len(prefix):]))
+			if errors.Is(err, ErrClientNotFound) {
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			dyn = append(dyn, rec.info())
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(dyn, func(a, b *ClientInfo) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return append(out, dyn...), nil
+}
+
+// modifyClient applies fn to a dynamic client; owner, when set, must be its owner
+// (another owner's client is ErrClientNotFound, as if it did not exist).
+func (s *Service) modifyClient(ctx context.Context, id, owner string, fn func(*clientRecord) error) (*clientRecord, error) {
+	if s.clients.get(id) != nil {
+		return nil, clientErr(ErrClientStatic, "client %s is configured statically (Caddyfile) and cannot be changed at run time", id)
+	}
+	if !validClientID(id) {
+		return nil, clientErr(ErrClientNotFound, "no client %.100q", id)
+	}
+	var rec *clientRecord
+	err := s.store.Update(ctx, func(txn storage.Txn) error {
+		var err error
+		if rec, err = readClient(txn, id); errors.Is(err, ErrClientNotFound) || (err == nil && owner != "" && rec.Owner != owner) {
+			return clientErr(ErrClientNotFound, "no client %.100q", id)
+		} else if err != nil {
+			return err
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+		rec.UpdatedAt = s.now().UTC()
+		return writeClient(txn, rec)
+	})
+	return rec, err
+}
+
+// UpdateClient changes a dynamic client's name, redirect URIs or sector.
+func (s *Service) UpdateClient(ctx context.Context, id, owner string, spec ClientSpec) (*ClientInfo, error) {
+	if err := s.validateSpec(&spec); err != nil {
+		return nil, err
+	}
+	rec, err := s.modifyClient(ctx, id, owner, func(rec *clientRecord) error {
+		if spec.Name != nil {
+			rec.Name = *spec.Name
+		}
+		if spec.RedirectURIs != nil {
+			rec.RedirectURIs = spec.RedirectURIs
+		}
+		if spec.Sector != nil {
+			rec.Sector = orDefault(*spec.Sector, rec.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec.info(), nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// RotateClientSecret gives a dynamic client a new secret (returned once); the
+// current one keeps working for grace (0: stops at once), older ones as before.
+func (s *Service) RotateClientSecret(ctx context.Context, id, owner string, grace time.Duration) (*ClientInfo, string, error) {
+	if grace < 0 || grace > MaxSecretGrace {
+		return nil, "", clientErr(ErrClientInvalid, "grace: 0 to %s", MaxSecretGrace)
+	}
+	secret, err := newClientSecret()
+	if err != nil {
+		return nil, "", err
+	}
+	rec, err := s.modifyClient(ctx, id, owner, func(rec *clientRecord) error {
+		now := s.now()
+		kept := []storedSecret{{MAC: s.secretMAC(secret)}}
+		for _, sec := range rec.Secrets {
+			switch {
+			case sec.ExpiresAt.IsZero() && grace > 0:
+				kept = append(kept, storedSecret{MAC: sec.MAC, ExpiresAt: now.Add(grace).UTC()})
+			case !sec.ExpiresAt.IsZero() && now.Before(sec.ExpiresAt):
+				kept = append(kept, sec)
+			}
+		}
+		rec.Secrets = kept
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return rec.info(), secret, nil
+}
+
+// DeleteClient removes a dynamic client and revokes every grant issued to it (its
+// refresh tokens and access tokens stop working).
+func (s *Service) DeleteClient(ctx context.Context, id, owner string) error {
+	if s.clients.get(id) != nil {
+		return clientErr(ErrClientStatic, "client %s is configured statically (Caddyfile) and cannot be removed at run time", id)
+	}
+	if !validClientID(id) {
+		return clientErr(ErrClientNotFound, "no client %.100q", id)
+	}
+	err := s.store.Update(ctx, func(txn storage.Txn) error {
+		rec, err := readClient(txn, id)
+		if errors.Is(err, ErrClientNotFound) || (err == nil && owner != "" && rec.Owner != owner) {
+			return clientErr(ErrClientNotFound, "no client %.100q", id)
+		} else if err != nil {
+			return err
+		}
+		if rec.Owner != "" {
+			if err := txn.Delete(ownerKey(rec.Owner, id)); err != nil {
+				return err
+			}
+		}
+		return txn.Delete(clientKey(id))
+	})
+	if err != nil {
+		return err
+	}
+	return s.revokeClientGrants(ctx, id)
+}
+
+// revokeClientGrants revokes the live grants of a client. Grants have no index by
+// client: deleting a client is rare, so a scan of the grants does.
+func (s *Service) revokeClientGrants(ctx context.Context, clientID string) error {
+	var ids []string
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		ids = ids[:0]
+		prefix := grantPrefix()
+		return txn.Iterate(prefix, func(k, v []byte) (bool, error) {
+			var g grant
+			if json.Unmarshal(v, &g) == nil && g.ClientID == clientID && !g.Revoked {
+				ids = append(ids, string(k[len(prefix):]))
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("listing grants of client %s: %w", clientID, err)
+	}
+	for batch := range slices.Chunk(ids, 100) {
+		err := s.store.Update(ctx, func(txn storage.Txn) error {
+			for _, id := range batch {
+				if err := s.revokeGrant(txn, id); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("revoking grants of client %s: %w", clientID, err)
+		}
+	}
+	return nil
+}
+
+// stillRegistered reads a dynamic client's record in the transaction that issues
+// tokens to it: a deletion committed first makes it fail, and one committed later
+// conflicts with it, so no grant is written after DeleteClient's revocation scan.
+func stillRegistered(txn storage.Txn, cl *client) error {
+	if !cl.dynamic {
+		return nil
+	}
+	if _, err := readClient(txn, cl.id); errors.Is(err, ErrClientNotFound) {
+		return oauthError(ErrInvalidClient, "the client was removed")
+	} else if err != nil {
+		return err
+	}
+	return nil
+}

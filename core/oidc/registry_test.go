@@ -1,0 +1,234 @@
+package oidc
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/palmgate/palmgate/storage"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func (h *harness) createClient(t *testing.T, owner string, uris ...string) (*ClientInfo, string) {
+	t.Helper()
+	ci, secret, err := h.svc.CreateClient(context.Background(), ClientSpec{Name: ptr("Dyn App"), RedirectURIs: uris, Owner: owner})
+	if err != nil {
+		t.Fatalf("CreateClient: %v", err)
+	}
+	return ci, secret
+}
+
+func (h *harness) auth(id, secret string) error {
+	return h.svc.AuthenticateClient(context.Background(), id, secret)
+}
+
+func TestDynamicClientLogin(t *testing.T) {
+	h := newHarness(t)
+	ci, secret := h.createClient(t, "dev-1", appRedirect)
+	if len(secret) != 43 || !validClientID(ci.ID) || ci.Sector != ci.ID {
+		t.Fatalf("created %+v with secret %q", ci, secret)
+	}
+	if err := h.auth(ci.ID, secret); err != nil {
+		t.Fatalf("authenticating with the new secret: %v", err)
+	}
+	if err := h.auth(ci.ID, secret+"x"); err == nil {
+		t.Fatal("a wrong secret authenticated")
+	}
+	l := h.login(t, params("client_id", ci.ID, "scope", "openid offline_access"), "alice")
+	resp := h.exchange(t, l, "")
+	if resp.RefreshToken == "" {
+		t.Fatal("no refresh token")
+	}
+	if got := h.svc.ClientName(l.ar); got != "Dyn App" {
+		t.Errorf("ClientName = %q", got)
+	}
+	// The record holds no secret in clear.
+	b := h.rawClient(t, ci.ID)
+	if strings.Contains(b, secret) {
+		t.Error("the stored record contains the secret")
+	}
+	// Deleting it revokes its refresh token and refuses it everywhere.
+	if err := h.svc.DeleteClient(context.Background(), ci.ID, "dev-2"); !errors.Is(err, ErrClientNotFound) {
+		t.Fatalf("another owner's delete = %v, want ErrClientNotFound", err)
+	}
+	if err := h.svc.DeleteClient(context.Background(), ci.ID, "dev-1"); err != nil {
+		t.Fatalf("DeleteClient: %v", err)
+	}
+	if _, err := h.svc.Refresh(context.Background(), ci.ID, resp.RefreshToken, ""); err == nil {
+		t.Fatal("the deleted client's refresh token still works")
+	}
+	if _, err := h.svc.access.Verify(context.Background(), resp.AccessToken); err == nil {
+		t.Error("the deleted client's access token still verifies")
+	}
+	if err := h.auth(ci.ID, secret); err == nil {
+		t.Error("the deleted client still authenticates")
+	}
+	if _, err := h.svc.Authorize(context.Background(), params("client_id", ci.ID), testBrowser); err == nil {
+		t.Error("the deleted client can still start a login")
+	}
+}
+
+func (h *harness) rawClient(t *testing.T, id string) string {
+	t.Helper()
+	rec, err := h.svc.getClientRecord(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	for _, s := range rec.Secrets {
+		sb.Write(s.MAC)
+	}
+	return sb.String() + strings.Join(rec.RedirectURIs, " ") + rec.Name
+}
+
+func TestRotateClientSecretGrace(t *testing.T) {
+	h := newHarness(t)
+	ci, old := h.createClient(t, "", appRedirect)
+	_, fresh, err := h.svc.RotateClientSecret(context.Background(), ci.ID, "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{old, fresh} {
+		if err := h.auth(ci.ID, s); err != nil {
+			t.Errorf("within the grace period: %v", err)
+		}
+	}
+	h.clock.Advance(time.Hour)
+	if err := h.auth(ci.ID, old); err == nil {
+		t.Error("the old secret works after its grace period")
+	}
+	if err := h.auth(ci.ID, fresh); err != nil {
+		t.Errorf("the new secret: %v", err)
+	}
+	_, third, err := h.svc.RotateClientSecret(context.Background(), ci.ID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.auth(ci.ID, fresh) == nil || h.auth(ci.ID, third) != nil {
+		t.Error("grace 0: the previous secret must stop at once, the new one work")
+	}
+}
+
+func TestUpdateClientRedirects(t *testing.T) {
+	h := newHarness(t)
+	ci, _ := h.createClient(t, "dev", appRedirect, otherRedir)
+	if _, err := h.svc.Authorize(context.Background(), params("client_id", ci.ID, "redirect_uri", otherRedir), testBrowser); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.UpdateClient(context.Background(), ci.ID, "intruder", ClientSpec{RedirectURIs: []string{otherRedir}}); !errors.Is(err, ErrClientNotFound) {
+		t.Fatalf("another owner's update = %v", err)
+	}
+	got, err := h.svc.UpdateClient(context.Background(), ci.ID, "dev", ClientSpec{Name: ptr(" New "), RedirectURIs: []string{appRedirect}})
+	if err != nil || got.Name != "New" || !slices.Equal(got.RedirectURIs, []string{appRedirect}) {
+		t.Fatalf("UpdateClient = %+v, %v", got, err)
+	}
+	if _, err := h.svc.Authorize(context.Background(), params("client_id", ci.ID, "redirect_uri", otherRedir), testBrowser); err == nil {
+		t.Error("the removed redirect URI is still accepted")
+	}
+}
+
+func TestClientLimitsAndValidation(t *testing.T) {
+	h := newHarness(t)
+	h.svc.maxClientsPerOwner = 2
+	h.createClient(t, "dev", appRedirect)
+	h.createClient(t, "dev", appRedirect)
+	if _, _, err := h.svc.CreateClient(context.Background(), ClientSpec{Name: ptr("x"), RedirectURIs: []string{appRedirect}, Owner: "dev"}); !errors.Is(err, ErrTooManyClients) {
+		t.Errorf("third client = %v, want ErrTooManyClients", err)
+	}
+	list, err := h.svc.ListClients(context.Background(), "dev")
+	if err != nil || len(list) != 2 {
+		t.Errorf("ListClients(dev) = %d, %v", len(list), err)
+	}
+	all, _ := h.svc.ListClients(context.Background(), "")
+	if len(all) != 2+len(testClients) || !all[0].Static {
+		t.Errorf("ListClients() = %d clients, first %+v", len(all), all[0])
+	}
+	for _, tc := range []struct {
+		name string
+		spec ClientSpec
+	}{
+		{"no name", ClientSpec{Name: ptr(" "), RedirectURIs: []string{appRedirect}}},
+		{"long name", ClientSpec{Name: ptr(strings.Repeat("n", MaxClientNameLen+1)), RedirectURIs: []string{appRedirect}}},
+		{"no redirect", ClientSpec{Name: ptr("a"), RedirectURIs: []string{}}},
+		{"relative", ClientSpec{Name: ptr("a"), RedirectURIs: []string{"/cb"}}},
+		{"fragment", ClientSpec{Name: ptr("a"), RedirectURIs: []string{"https://a.test/cb#x"}}},
+		{"http", ClientSpec{Name: ptr("a"), RedirectURIs: []string{"http://a.test/cb"}}},
+		{"javascript", ClientSpec{Name: ptr("a"), RedirectURIs: []string{"javascript:alert(1)"}}},
+		{"too many", ClientSpec{Name: ptr("a"), RedirectURIs: slices.Repeat([]string{appRedirect}, MaxRedirectURIs+1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, err := h.svc.CreateClient(context.Background(), tc.spec); !errors.Is(err, ErrClientInvalid) {
+				t.Errorf("CreateClient = %v, want ErrClientInvalid", err)
+			}
+		})
+	}
+	for _, ok := range []string{"http://127.0.0.1:9/cb", "http://localhost/cb", "http://[::1]/cb", "https://a.test/cb?x=1"} {
+		if err := ValidateRedirectURI(ok, false); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	if err := ValidateRedirectURI("http://a.test/cb", true); err != nil {
+		t.Errorf("http in dev mode: %v", err)
+	}
+	if _, err := h.svc.UpdateClient(context.Background(), "app", "", ClientSpec{Name: ptr("x")}); !errors.Is(err, ErrClientStatic) {
+		t.Errorf("updating a static client = %v", err)
+	}
+	if err := h.svc.DeleteClient(context.Background(), "app", ""); !errors.Is(err, ErrClientStatic) {
+		t.Errorf("deleting a static client = %v", err)
+	}
+}
+
+// TestDynamicClientsAcrossInstances: two services on one store see each other's
+// changes at once.
+func TestDynamicClientsAcrossInstances(t *testing.T) {
+	a := newHarness(t)
+	b := newHarnessOn(t, a.store, testSecret)
+	ci, secret := a.createClient(t, "", appRedirect)
+	if err := b.auth(ci.ID, secret); err != nil {
+		t.Fatalf("the other instance refuses the new client: %v", err)
+	}
+	_, fresh, err := b.svc.RotateClientSecret(context.Background(), ci.ID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.auth(ci.ID, secret) == nil || a.auth(ci.ID, fresh) != nil {
+		t.Error("the first instance did not see the rotation at once")
+	}
+}
+
+func TestRedeemFirstParty(t *testing.T) {
+	h := newHarness(t)
+	l := h.login(t, params(), "alice")
+	human, err := h.svc.RedeemFirstParty(context.Background(), "app", l.code, appRedirect, "")
+	if err != nil || human != l.humanID {
+		t.Fatalf("RedeemFirstParty = %q, %v; want %q", human, err, l.humanID)
+	}
+	if _, err := h.svc.RedeemFirstParty(context.Background(), "app", l.code, appRedirect, ""); err == nil {
+		t.Error("a code redeemed twice")
+	}
+}
+
+// TestStillRegistered: the token transaction of a client fetched before its
+// deletion sees the deletion.
+func TestStillRegistered(t *testing.T) {
+	h := newHarness(t)
+	ci, _ := h.createClient(t, "", appRedirect)
+	cl, err := h.svc.client(context.Background(), ci.ID)
+	if err != nil || cl == nil {
+		t.Fatal(cl, err)
+	}
+	check := func() error {
+		return h.store.Update(context.Background(), func(txn storage.Txn) error { return stillRegistered(txn, cl) })
+	}
+	if err := check(); err != nil {
+		t.Fatalf("before the deletion: %v", err)
+	}
+	if err := h.svc.DeleteClient(context.Background(), ci.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, check(), ErrInvalidClient)
+}

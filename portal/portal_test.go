@@ -1,0 +1,159 @@
+package portal
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage/memstore"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newPortal(t *testing.T, issuer string) (*Portal, *clock) {
+	t.Helper()
+	ctx := context.Background()
+	store := memstore.New()
+	ps, err := palm.NewService(palm.Config{Store: store, Issuer: issuer, Dev: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := keys.Open(ctx, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := oidc.NewService(ctx, oidc.Config{Store: store, Palm: ps, Keys: ks, Issuer: issuer,
+		Clients: []oidc.Client{StaticClient(issuer)}, PairwiseSecret: strings.Repeat("p", 32),
+		AccessTTL: time.Hour, RefreshTTL: time.Hour, CodeTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{now: time.Now()}
+	return New(Config{OIDC: svc, Issuer: issuer, Now: c.Now, SessionTTL: time.Hour}), c
+}
+
+// signedIn returns the session cookie of a developer signed in as humanID.
+func signedIn(p *Portal, humanID string) *http.Cookie {
+	rec := httptest.NewRecorder()
+	p.startSession(rec, humanID)
+	return rec.Result().Cookies()[0]
+}
+
+func serve(p *Portal, method, path string, form url.Values, cookies ...*http.Cookie) *httptest.ResponseRecorder {
+	var body *strings.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	} else {
+		body = strings.NewReader("")
+	}
+	req := httptest.NewRequest(method, path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	p.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestSessionCookie(t *testing.T) {
+	p, c := newPortal(t, "https://id.example.test")
+	cookie := signedIn(p, "human-1")
+	if cookie.Name != "__Host-palmgate_portal" || !cookie.Secure || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Path != "/" || cookie.MaxAge != 3600 {
+		t.Errorf("session cookie on https: %+v", cookie)
+	}
+	if r := serve(p, "GET", "/portal", nil, cookie); !strings.Contains(r.Body.String(), `id="create"`) {
+		t.Fatalf("signed in: %d %s", r.Code, r.Body)
+	}
+	// A changed cookie is no session.
+	forged := *cookie
+	forged.Value = strings.Replace(cookie.Value, cookie.Value[2:6], "AAAA", 1)
+	if r := serve(p, "GET", "/portal", nil, &forged); strings.Contains(r.Body.String(), `id="create"`) {
+		t.Error("a changed session cookie is accepted")
+	}
+	// The session expires.
+	c.Advance(time.Hour)
+	if r := serve(p, "GET", "/portal", nil, cookie); strings.Contains(r.Body.String(), `id="create"`) {
+		t.Error("the session outlives its SessionTTL")
+	}
+	if r := serve(p, "POST", "/portal/apps", url.Values{"name": {"x"}}, cookie); r.Code != http.StatusUnauthorized {
+		t.Errorf("POST with an expired session: %d, want 401", r.Code)
+	}
+}
+
+func TestCSRFTiedToSession(t *testing.T) {
+	p, _ := newPortal(t, "http://127.0.0.1:8080")
+	a, b := signedIn(p, "human-a"), signedIn(p, "human-a")
+	if a.Name != "palmgate_portal" || a.Secure {
+		t.Errorf("session cookie on http: %+v", a)
+	}
+	var sa, sb session
+	p.open("session", a.Value, &sa)
+	p.open("session", b.Value, &sb)
+	if p.csrfToken(&sa) == p.csrfToken(&sb) {
+		t.Fatal("two sessions of one developer share a CSRF token")
+	}
+	form := url.Values{"name": {"App"}, "redirect_uris": {"https://app.example/cb"}, "csrf": {p.csrfToken(&sb)}}
+	if r := serve(p, "POST", "/portal/apps", form, a); r.Code != http.StatusForbidden {
+		t.Errorf("another session's CSRF token: %d, want 403", r.Code)
+	}
+	form.Set("csrf", p.csrfToken(&sa))
+	if r := serve(p, "POST", "/portal/apps", form, a); r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `id="secret"`) {
+		t.Errorf("the session's own CSRF token: %d %s", r.Code, r.Body)
+	}
+}
+
+func TestCallbackRefusesAnotherBrowsersState(t *testing.T) {
+	p, _ := newPortal(t, "http://127.0.0.1:8080")
+	rec := httptest.NewRecorder()
+	p.login(rec, httptest.NewRequest("GET", "/portal/login", nil))
+	login := rec.Result().Cookies()[0]
+	if r := serve(p, "GET", "/portal/callback?code=x&state=wrong", nil, login); r.Code != http.StatusBadRequest {
+		t.Errorf("a callback with another state: %d, want 400", r.Code)
+	}
+	var st loginState
+	p.open("login", login.Value, &st)
+	if r := serve(p, "GET", "/portal/callback?code=unknown&state="+st.State, nil, login); r.Code != http.StatusBadRequest {
+		t.Errorf("a callback with an unknown code: %d, want 400", r.Code)
+	}
+}
+
+func TestErrorsArePages(t *testing.T) {
+	p, _ := newPortal(t, "http://127.0.0.1:8080")
+	cookie := signedIn(p, "human-1")
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"PUT", "/portal", http.StatusMethodNotAllowed},
+		{"DELETE", "/portal/apps/pg_AAAAAAAAAAAAAAAAAAAAAA", http.StatusMethodNotAllowed},
+		{"GET", "/portal/apps/pg_AAAAAAAAAAAAAAAAAAAAAA", http.StatusNotFound},
+		{"GET", "/portal/apps/palmgate-portal", http.StatusNotFound},
+		{"GET", "/portal/nothing", http.StatusNotFound},
+	} {
+		r := serve(p, tc.method, tc.path, nil, cookie)
+		if r.Code != tc.status || !strings.HasPrefix(r.Header().Get("Content-Type"), "text/html") || !strings.Contains(r.Body.String(), `id="error"`) {
+			t.Errorf("%s %s: %d %s, want %d with an error page", tc.method, tc.path, r.Code, r.Header().Get("Content-Type"), tc.status)
+		}
+	}
+}
