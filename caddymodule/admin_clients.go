@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/edge"
 	"github.com/palmgate/palmgate/storage"
@@ -53,20 +54,14 @@ func decodeAdminJSON(r *http.Request, v any) error {
 	return nil
 }
 
-// clientAdminError maps registry errors to statuses.
+// clientAdminError maps registry errors to statuses: a fault of core's model by its
+// class (edge.Status), the store down 503, anything else 500.
 func clientAdminError(err error) error {
-	var ce *oidc.ClientError
-	switch {
-	case errors.Is(err, oidc.ErrClientNotFound):
-		return adminError(http.StatusNotFound, "%v", err)
-	case errors.Is(err, oidc.ErrClientStatic):
-		return adminError(http.StatusConflict, "%v", err)
-	case errors.Is(err, oidc.ErrTooManyClients):
-		return adminError(http.StatusConflict, "%v", err)
-	case errors.As(err, &ce):
-		return adminError(http.StatusBadRequest, "%v", err)
-	case errors.Is(err, storage.ErrUnavailable):
+	if errors.Is(err, storage.ErrUnavailable) {
 		return adminError(http.StatusServiceUnavailable, "%v", err)
+	}
+	if f, ok := fault.As(err); ok && f.Class != fault.Internal {
+		return adminError(edge.Status(f.Class), "%v", err)
 	}
 	return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 }

@@ -58,7 +58,7 @@ func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 	if f.Code == oidc.ErrInvalidClient {
 		w.Header().Set("WWW-Authenticate", `Basic realm="`+Realm+`"`)
 	}
-	writeJSON(w, statusOf(f.Class), oauthErrorBody{Error: f.Code, Description: f.Message})
+	writeJSON(w, Status(f.Class), oauthErrorBody{Error: f.Code, Description: f.Message})
 }
 
 // formParams returns the parameters of a GET query or of a POSTed form, bounded.

@@ -146,8 +146,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status, e)
 }
 
-// statusOf is the HTTP status of each class of core's error model.
-func statusOf(c fault.Class) int {
+// Status is the HTTP status of each class of core's error model, for every
+// dialect (the /v1 body, OAuth, the admin API).
+func Status(c fault.Class) int {
 	switch c {
 	case fault.Invalid:
 		return http.StatusBadRequest
@@ -194,7 +195,7 @@ func v1Error(err error) *apiError {
 		msg = f.Message
 	}
 	if f != nil && f.Class != fault.Internal {
-		return &apiError{Status: statusOf(f.Class), Message: msg, Code: f.Code, Details: f.Details}
+		return &apiError{Status: Status(f.Class), Message: msg, Code: f.Code, Details: f.Details}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Message: "internal server error", Code: codeInternal}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -43,12 +44,13 @@ const (
 	clientIDPrefix    = "pg_"
 )
 
-// Registry errors, for the edge to map (all are the caller's fault: 4xx).
+// Registry errors, faults of core's error model (all are the caller's: 4xx); a
+// ClientError wraps one with what is wrong.
 var (
-	ErrClientNotFound = errors.New("no such client")
-	ErrClientInvalid  = errors.New("invalid client")
-	ErrClientStatic   = errors.New("the client is configured statically and cannot be changed at run time")
-	ErrTooManyClients = errors.New("too many clients")
+	ErrClientNotFound = &fault.Error{Class: fault.NotFound, Code: "client_not_found", Message: "no such client"}
+	ErrClientInvalid  = &fault.Error{Class: fault.Invalid, Code: "invalid_client_metadata", Message: "invalid client"}
+	ErrClientStatic   = &fault.Error{Class: fault.Conflict, Code: "client_static", Message: "the client is configured statically and cannot be changed at run time"}
+	ErrTooManyClients = &fault.Error{Class: fault.Conflict, Code: "too_many_clients", Message: "too many clients"}
 )
 
 // ClientError says what is wrong with a registry request; Kind is one of the
