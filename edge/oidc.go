@@ -43,7 +43,7 @@ func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 		writeJSON(w, http.StatusServiceUnavailable, oauthErrorBody{Error: "temporarily_unavailable", Description: v1Error(err).Message})
 		return
 	}
-	f, ok := fault.As(err)
+	f, ok := oidc.OAuthFault(err)
 	if !ok || f.Class == fault.Internal {
 		s.logger.Error("palmgate oauth request failed", zap.String("path", r.URL.Path), zap.Error(err))
 		writeJSON(w, http.StatusInternalServerError, oauthErrorBody{Error: "server_error", Description: "internal server error"})

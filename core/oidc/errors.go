@@ -1,6 +1,7 @@
 package oidc
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/palmgate/palmgate/core/fault"
@@ -53,4 +54,18 @@ func (e *Error) Fault() *fault.Error {
 
 func oauthError(code, format string, args ...any) *Error {
 	return &Error{Code: code, Description: fmt.Sprintf(format, args...)}
+}
+
+// OAuthFault returns the fault of err when it is one of this package's OAuth errors
+// (an *Error, or ErrOtherBrowser): the errors the OAuth dialect answers as they are.
+// Any other error (a palm or store failure) is a server error there.
+func OAuthFault(err error) (*fault.Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Fault(), true
+	}
+	if errors.Is(err, ErrOtherBrowser) {
+		return ErrOtherBrowser, true
+	}
+	return nil, false
 }
