@@ -83,6 +83,7 @@ func TestBrowserLogin(t *testing.T) {
 	client := oidcClient{
 		id: "browser-app", secret: "secret-" + randHex(16), name: "Palm Shop",
 		redirects: []string{rpServer.URL + "/callback"},
+		scopes:    testScopes, // it asks for orders:read
 	}
 	at := newEd25519Attestor(t, "palm-engine")
 	e := startOIDC(t, []oidcClient{client}, at.config())
@@ -183,9 +184,15 @@ func TestBrowserLogin(t *testing.T) {
 	if !qr.Complete || qr.NaturalWidth < 100 || !strings.HasPrefix(qr.Src, "data:image/png;base64,") {
 		t.Errorf("QR image %+v, want a loaded data:image/png of at least 100 px", qr)
 	}
-	page := e.loginPageJSON(t, id)
-	if page.Status != "pending" || qr.AppLink != page.ScanURL {
-		t.Errorf("login page status %q, app link %q; want pending and the scan URL %q", page.Status, qr.AppLink, page.ScanURL)
+	// Only the browser that made the request (its login cookie) sees the nonce:
+	// read the page's JSON form from the page itself.
+	page, err := chromedp.Run(step(5*time.Second), chromedp.Evaluate[loginPage](
+		`fetch(location.href, {headers: {Accept: "application/json"}, cache: "no-store"}).then(r => r.json())`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("reading the login page's JSON in the browser: %v", err)
+	}
+	if page.Status != "pending" || qr.AppLink != "" || page.Nonce == "" {
+		t.Errorf("login page status %q, app link %q, nonce %q; want pending, no app link on a desktop (the QR code instead), a nonce", page.Status, qr.AppLink, page.Nonce)
 	}
 	shot, err := chromedp.Run(step(10*time.Second), chromedp.CaptureScreenshot())
 	if err != nil || len(shot) < 1000 || string(shot[1:4]) != "PNG" {
@@ -231,8 +238,8 @@ func TestBrowserLogin(t *testing.T) {
 		t.Fatalf("callback requests %q, want exactly one", got)
 	}
 	q := callbackQuery(t, rpServer.URL+"/callback?"+got[0], client.redirects[0])
-	if q.Get("state") != state || q.Get("code") == "" || len(q) != 2 {
-		t.Fatalf("callback query %v, want exactly a code and state %q", q, state)
+	if q.Get("state") != state || q.Get("code") == "" || q.Get("iss") != e.URL+"/oauth2" || len(q) != 3 {
+		t.Fatalf("callback query %v, want exactly a code, state %q and iss (RFC 9207)", q, state)
 	}
 
 	// 4. The code exchanges for tokens, once; the login page is answered.
