@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/palmgate/palmgate/internal/tooltest"
 )
 
 // Timeouts of the harness.
@@ -492,6 +494,7 @@ func Main(m *testing.M) {
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
 	}
+	tooltest.Cleanup() // the relying parties built from integration/rp
 	os.Exit(code)
 }
 
