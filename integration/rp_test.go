@@ -282,4 +282,3 @@ func npmCI(t *testing.T, dir string) {
 		tooltest.Missing(t, err.Error())
 	}
 }
-
