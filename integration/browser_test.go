@@ -16,25 +16,12 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/palmgate/palmgate/internal/testserver"
+	"github.com/palmgate/palmgate/internal/tooltest"
 )
 
 // browserWait bounds how long the browser may take to reach the relying party
 // by the login page's own polling (every 2 s) once the palm is verified.
 const browserWait = 15 * time.Second
-
-// chromiumPath is the Chromium binary of the browser test: $PALMGATE_CHROMIUM,
-// else /usr/bin/chromium; "" when neither exists.
-func chromiumPath() string {
-	for _, p := range []string{os.Getenv("PALMGATE_CHROMIUM"), "/usr/bin/chromium"} {
-		if p == "" {
-			continue
-		}
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	return ""
-}
 
 // callbackRecorder is the relying party's redirect_uri: it records the query
 // of every request to /callback and answers a small page.
@@ -72,10 +59,7 @@ func (c *callbackRecorder) queries() []string {
 // page's own polling, with a code that exchanges for tokens.
 func TestBrowserLogin(t *testing.T) {
 	t.Parallel()
-	chromium := chromiumPath()
-	if chromium == "" {
-		t.Skip("chromium not installed: browser test skipped (install it, or set PALMGATE_CHROMIUM)")
-	}
+	chromium := tooltest.Chromium.Need(t) // $PALMGATE_CHROMIUM or /usr/bin/chromium
 
 	cb := &callbackRecorder{hit: make(chan struct{}, 1)}
 	rpServer := httptest.NewServer(cb)
