@@ -90,7 +90,7 @@ const oauth2ProxyBearerWorks = false
 func TestRelyingPartyOAuth2Proxy(t *testing.T) {
 	t.Parallel()
 	tooltest.Chromium.Need(t)
-	bin := tooltest.GoTool(t, "rp/oauth2proxy", "github.com/oauth2-proxy/oauth2-proxy/v7", "oauth2-proxy")
+	bin := tooltest.OAuth2Proxy.Need(t, "..")
 	expectGatewaysDoc(t)
 
 	up := &headerEcho{}

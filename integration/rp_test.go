@@ -246,7 +246,7 @@ func TestRelyingPartyOpenIDClient(t *testing.T) {
 func TestRelyingPartyZitadel(t *testing.T) {
 	t.Parallel()
 	tooltest.Chromium.Need(t)
-	bin := tooltest.GoTool(t, "rp/zitadel", ".", "zitadelrp")
+	bin := tooltest.ZitadelRP.Need(t, "..")
 	port := testserver.FreePort(t)
 	c := rpClient(port)
 	e := startOIDC(t, []oidcClient{c})

@@ -7,6 +7,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/palmgate/palmgate/internal/tooltest"
 )
@@ -22,4 +23,16 @@ func main() {
 			fmt.Printf("make test: the %s were %s: %v (install: %s)\n", tl.Group, verb, err, tl.Install)
 		}
 	}
+	// The relying parties built from their own modules (cached by the tests' builds).
+	for _, m := range tooltest.GoModules {
+		if err := m.Build(".", os.DevNull); err != nil {
+			fmt.Printf("make test: the %s relying-party test was SKIPPED (FAILED with %s=1): it cannot be built: %v\n",
+				m.Name, tooltest.EnvRequire, firstLine(err.Error()))
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

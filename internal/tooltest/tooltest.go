@@ -104,6 +104,46 @@ func lookPath(name string) func() (string, error) {
 	}
 }
 
+// GoModule is a relying party built from its own module under integration/rp.
+type GoModule struct {
+	Name string
+	// Dir is the module's directory, from the repository's root.
+	Dir string
+	// Pkg is the main package to build there.
+	Pkg string
+}
+
+// The relying parties built from their own modules.
+var (
+	OAuth2Proxy = GoModule{Name: "oauth2-proxy", Dir: "integration/rp/oauth2proxy", Pkg: "github.com/oauth2-proxy/oauth2-proxy/v7"}
+	ZitadelRP   = GoModule{Name: "zitadelrp", Dir: "integration/rp/zitadel", Pkg: "."}
+)
+
+// GoModules is every such module, in the order `make test` reports them.
+var GoModules = []GoModule{OAuth2Proxy, ZitadelRP}
+
+// Build builds the module into out, from root (the repository's root); for
+// `make test`'s closing lines (the tests use GoTool).
+func (m GoModule) Build(root, out string) error {
+	goBin, err := Go.Find()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(goBin, "build", "-o", out, m.Pkg)
+	cmd.Dir = filepath.Join(root, m.Dir)
+	if o, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s in %s: %v\n%s", m.Pkg, m.Dir, err, o)
+	}
+	return nil
+}
+
+// Need builds the module once per test process (see GoTool); root is the
+// repository's root from the test's directory ("..").
+func (m GoModule) Need(t testing.TB, root string) string {
+	t.Helper()
+	return GoTool(t, filepath.Join(root, m.Dir), m.Pkg, m.Name)
+}
+
 // GoTool builds the main package pkg of the tool module in dir (its own go.mod,
 // not palmgate's) once per test process, into a directory removed by Cleanup. A
 // failed build skips the test (fails it with PALMGATE_REQUIRE_TOOLS=1), with the
