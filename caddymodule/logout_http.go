@@ -25,8 +25,12 @@ type signedOutPageData struct {
 // GET or POST: it revokes the login named by id_token_hint, then sends the browser
 // to the registered post_logout_redirect_uri with state, or shows the signed-out
 // page. A refused request is a 400 page, never a redirect (the URI may not be the
-// client's).
+// client's). HEAD (which the GET route also serves) changes nothing.
 func (a *App) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		a.renderSignedOutPage(w, r, http.StatusOK, signedOutPageData{Title: "You are signed out"})
+		return
+	}
 	params, err := formParams(w, r)
 	var out *oidc.Logout
 	if err == nil {

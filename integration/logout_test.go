@@ -125,6 +125,16 @@ func TestOIDCLogout(t *testing.T) {
 		elsewhere.expectUserinfo(t, foreign.access, foreign.sub) // at its own issuer
 	})
 
+	t.Run("HEAD changes nothing", func(t *testing.T) {
+		t.Parallel()
+		tok := e.tokensFor(t, shop, e.subject("frank"), "openid offline_access")
+		resp := e.do(t, "HEAD", "/oauth2/logout?"+url.Values{"id_token_hint": {tok.id}}.Encode(), nil)
+		if resp.Status != http.StatusOK {
+			t.Errorf("%s: status %d, want 200", resp.Request, resp.Status)
+		}
+		e.expectUserinfo(t, tok.access, tok.sub)
+	})
+
 	t.Run("PUT is 405", func(t *testing.T) {
 		t.Parallel()
 		if resp := e.do(t, "PUT", "/oauth2/logout", nil); resp.Status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, POST" {
