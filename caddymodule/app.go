@@ -160,6 +160,9 @@ type Client struct {
 	// fragment) the client may ask access tokens for with the `resource` parameter;
 	// the token's aud is then that resource. Another is refused with invalid_target.
 	Resources []string `json:"resources,omitempty"`
+	// PostLogoutRedirectURIs are where an RP-initiated logout (/oauth2/logout) may
+	// send the browser back, matched exactly; another is refused with a 400 page.
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -216,7 +219,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	clients := make([]oidc.Client, len(a.Clients))
 	for i, c := range a.Clients {
 		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
-			Scopes: c.Scopes, Resources: c.Resources}
+			Scopes: c.Scopes, Resources: c.Resources, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs}
 	}
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
 		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: a.withPortalClient(clients),
@@ -371,6 +374,11 @@ func validateClients(clients []Client) error {
 			u, err := url.Parse(ru)
 			if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
 				return fmt.Errorf("client %s: redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
+			}
+		}
+		for _, ru := range c.PostLogoutRedirectURIs {
+			if u, err := url.Parse(ru); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
+				return fmt.Errorf("client %s: post_logout_redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
 			}
 		}
 		for _, sc := range c.Scopes {

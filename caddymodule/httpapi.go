@@ -113,6 +113,7 @@ func (a *App) routes() *http.ServeMux {
 	route("/oauth2/jwks", map[string]http.HandlerFunc{"GET": a.handleJWKS})
 	route("/oauth2/introspect", map[string]http.HandlerFunc{"POST": a.handleIntrospect})
 	route("/oauth2/revoke", map[string]http.HandlerFunc{"POST": a.handleRevoke})
+	route("/oauth2/logout", map[string]http.HandlerFunc{"GET": a.limited(a.handleLogout), "POST": a.limited(a.handleLogout)})
 	mux.HandleFunc("/oauth2/check", a.handleCheck)
 	mux.HandleFunc("/oauth2/check/", a.handleCheck) // gateways that append the original path (Envoy ext_authz)
 	portal := a.portalHandler()

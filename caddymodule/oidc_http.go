@@ -52,7 +52,7 @@ func (a *App) writeOAuthError(w http.ResponseWriter, r *http.Request, err error)
 		return
 	}
 	if oe.RedirectURI != "" {
-		redirect := &oidc.Redirect{URI: oe.RedirectURI, Error: oe.Code, State: oe.State}
+		redirect := &oidc.Redirect{URI: oe.RedirectURI, Error: oe.Code, State: oe.State, Issuer: a.oidc.Issuer()}
 		http.Redirect(w, r, redirect.URL(), http.StatusFound)
 		return
 	}
@@ -258,6 +258,11 @@ func (a *App) handleDiscovery(w http.ResponseWriter, r *http.Request) {
 		"prompt_values_supported":               []string{"none", "login"},
 		"request_parameter_supported":           false,
 		"claims_parameter_supported":            false,
+		"request_uri_parameter_supported":       false,
+		"end_session_endpoint":                  iss + "/logout",
+
+		// RFC 9207: every authorization response carries iss.
+		"authorization_response_iss_parameter_supported": true,
 	})
 }
 
