@@ -20,11 +20,14 @@ run: build
 
 ## test: vet, then every test, the integration tests against the binary built here;
 ## PostgreSQL tests run on a private throwaway cluster (initdb on PATH or under
-## /usr/lib/postgresql) or on PALMGATE_TEST_POSTGRES=<dsn>; a line says when they skip
+## /usr/lib/postgresql) or on PALMGATE_TEST_POSTGRES=<dsn>; a line says when they skip.
+## The closing lines name each group skipped for a missing tool (Chromium, nginx, Node)
+## and how to install it; PALMGATE_REQUIRE_TOOLS=1 (CI) makes those skips failures
 test: build
 	$(GO) vet $(PKGS)
 	@$(GO) run ./internal/pgtest/pgcheck
-	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m $(PKGS)
+	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 20m $(PKGS); status=$$?; \
+		$(GO) run ./internal/toolcheck; $(GO) run ./internal/pgtest/pgcheck; exit $$status
 
 ## fuzz: every fuzz target for FUZZTIME each (default 60s), stopping at the first failure
 fuzz:

@@ -162,6 +162,9 @@ type Client struct {
 	// fragment) the client may ask access tokens for with the `resource` parameter;
 	// the token's aud is then that resource. Another is refused with invalid_target.
 	Resources []string `json:"resources,omitempty"`
+	// PostLogoutRedirectURIs are where an RP-initiated logout (/oauth2/logout) may
+	// send the browser back, matched exactly; another is refused with a 400 page.
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -317,7 +320,7 @@ func (a *App) oidcClients() []oidc.Client {
 	clients := make([]oidc.Client, len(a.Clients))
 	for i, c := range a.Clients {
 		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
-			Scopes: c.Scopes, Resources: c.Resources}
+			Scopes: c.Scopes, Resources: c.Resources, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs}
 	}
 	return clients
 }

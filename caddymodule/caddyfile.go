@@ -45,6 +45,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		client <client_id> {
 //			secret <secret> | secret_hash <encoded hash>
 //			redirect_uri <uri> [<uri>...]
+//			post_logout_redirect_uri <uri> [<uri>...]
 //			name <display name>
 //			sector <id>
 //			scopes <scope> [<scope>...]
@@ -265,6 +266,12 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 				return c, d.Errf("client %s: redirect_uri needs at least one URI", c.ID)
 			}
 			c.RedirectURIs = append(c.RedirectURIs, uris...)
+		case "post_logout_redirect_uri":
+			uris := d.RemainingArgs()
+			if len(uris) == 0 {
+				return c, d.Errf("client %s: post_logout_redirect_uri needs at least one URI", c.ID)
+			}
+			c.PostLogoutRedirectURIs = append(c.PostLogoutRedirectURIs, uris...)
 		case "name":
 			if err := singleArg(d, &c.Name); err != nil {
 				return c, err

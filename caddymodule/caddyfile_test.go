@@ -82,6 +82,7 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"client without id", "client {\n}", "client"},
 		{"client unknown option", "client demo {\n\tcolour blue\n}", "colour"},
 		{"redirect_uri without uri", "client demo {\n\tredirect_uri\n}", "redirect_uri"},
+		{"post_logout_redirect_uri without uri", "client demo {\n\tpost_logout_redirect_uri\n}", "post_logout_redirect_uri"},
 		{"secret_hash without value", "client demo {\n\tsecret_hash\n}", "secret_hash"},
 		{"scopes without scope", "client demo {\n\tscopes\n}", "scopes"},
 		{"resources without uri", "client demo {\n\tresources\n}", "resources"},
@@ -122,6 +123,9 @@ func TestValidate(t *testing.T) {
 		{"sub-second ttl", func(a *App) { a.AuthCodeTTL = 1 }, "auth_code_ttl"},
 		{"client without secret", func(a *App) { a.Clients = []Client{{ID: "c", RedirectURIs: []string{"https://a/cb"}}} }, "secret"},
 		{"relative redirect", func(a *App) { a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"/cb"}}} }, "redirect_uri"},
+		{"post-logout redirect with fragment", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", PostLogoutRedirectURIs: []string{"https://a/out#x"}}}
+		}, "post_logout_redirect_uri"},
 		{"scopes without openid", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", Scopes: []string{"orders:read"}}}
 		}, "scopes must include openid"},

@@ -51,7 +51,7 @@ func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 	}
 	var oe *oidc.Error
 	if errors.As(err, &oe) && oe.RedirectURI != "" {
-		redirect := &oidc.Redirect{URI: oe.RedirectURI, Error: oe.Code, State: oe.State}
+		redirect := &oidc.Redirect{URI: oe.RedirectURI, Error: oe.Code, State: oe.State, Issuer: s.oidc.Issuer()}
 		http.Redirect(w, r, redirect.URL(), http.StatusFound)
 		return
 	}

@@ -132,6 +132,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("/oauth2/jwks", map[string]http.HandlerFunc{"GET": s.handleJWKS})
 	route("/oauth2/introspect", map[string]http.HandlerFunc{"POST": s.handleIntrospect})
 	route("/oauth2/revoke", map[string]http.HandlerFunc{"POST": s.handleRevoke})
+	route("/oauth2/logout", map[string]http.HandlerFunc{"GET": s.limited(s.handleLogout), "POST": s.limited(s.handleLogout)})
 	mux.HandleFunc("/oauth2/check", s.handleCheck)
 	mux.HandleFunc("/oauth2/check/", s.handleCheck) // gateways that append the original path (Envoy ext_authz)
 	if s.portal != nil {

@@ -19,25 +19,12 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/palmgate/palmgate/internal/testserver"
+	"github.com/palmgate/palmgate/internal/tooltest"
 )
 
 // browserWait bounds how long the browser may take to reach the relying party
 // by the login page's own polling (every 2 s) once the palm is verified.
 const browserWait = 15 * time.Second
-
-// chromiumPath is the Chromium binary of the browser test: $PALMGATE_CHROMIUM,
-// else /usr/bin/chromium; "" when neither exists.
-func chromiumPath() string {
-	for _, p := range []string{os.Getenv("PALMGATE_CHROMIUM"), "/usr/bin/chromium"} {
-		if p == "" {
-			continue
-		}
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	return ""
-}
 
 // callbackRecorder is the relying party's redirect_uri: it records the query
 // of every request to /callback and answers a small page.
@@ -75,10 +62,7 @@ func (c *callbackRecorder) queries() []string {
 // page's own polling, with a code that exchanges for tokens.
 func TestBrowserLogin(t *testing.T) {
 	t.Parallel()
-	chromium := chromiumPath()
-	if chromium == "" {
-		t.Skip("chromium not installed: browser test skipped (install it, or set PALMGATE_CHROMIUM)")
-	}
+	chromium := tooltest.Chromium.Need(t) // $PALMGATE_CHROMIUM or /usr/bin/chromium
 
 	cb := &callbackRecorder{hit: make(chan struct{}, 1)}
 	rpServer := httptest.NewServer(cb)
@@ -249,8 +233,8 @@ func TestBrowserLogin(t *testing.T) {
 		t.Fatalf("callback requests %q, want exactly one", got)
 	}
 	q := callbackQuery(t, rpServer.URL+"/callback?"+got[0], client.redirects[0])
-	if q.Get("state") != state || q.Get("code") == "" || len(q) != 2 {
-		t.Fatalf("callback query %v, want exactly a code and state %q", q, state)
+	if q.Get("state") != state || q.Get("code") == "" || q.Get("iss") != e.URL+"/oauth2" || len(q) != 3 {
+		t.Fatalf("callback query %v, want exactly a code, state %q and iss (RFC 9207)", q, state)
 	}
 
 	// 4. The code exchanges for tokens, once; the login page is answered.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/palmgate/palmgate/internal/testserver"
+	"github.com/palmgate/palmgate/internal/tooltest"
 )
 
 // nginxBinary is Debian's nginx (package nginx, with the auth_request module).
@@ -176,9 +177,7 @@ func (e *env) nginxToken(t *testing.T, c oidcClient, subject, scope string) stri
 // TestNginxAuthRequest puts a real nginx in front of a service, with palmgate's
 // /oauth2/check as its auth_request: the configuration docs/GATEWAYS.md shows.
 func TestNginxAuthRequest(t *testing.T) {
-	if _, err := os.Stat(nginxBinary); err != nil {
-		t.Skip("nginx not installed: nginx test skipped")
-	}
+	tooltest.Nginx.Need(t)
 	c := newOIDCClient("orders-app", "")
 	e := start(t, testserver.Options{Caddyfile: strings.Replace(nginxSidecar, "{clients}", c.config(), 1)})
 	rec := &nginxUpstream{}

@@ -19,6 +19,7 @@ func TestOIDCAuthorizeErrors(t *testing.T) {
 	c := newOIDCClient("shop", "")
 	e := startOIDC(t, []oidcClient{c})
 	valid := func(params ...string) string { return e.authURL(c, params...) }
+	iss := e.URL + "/oauth2" // RFC 9207: every authorization response names it
 	challenge := strings.Repeat("a", 43)
 
 	cases := []struct {
@@ -89,9 +90,12 @@ func TestOIDCAuthorizeErrors(t *testing.T) {
 		{"unknown parameters are ignored", valid("display", "page", "ui_locales", "fr", "foo", "bar"), "", nil},
 		{"S256 challenge of 128 characters", valid("code_challenge", strings.Repeat("a", 128), "code_challenge_method", "S256"), "", nil},
 		{"POST form", "", "", nil},
-		{"prompt=none", valid("prompt", "none", "state", "xyz"), c.redirects[0], url.Values{"error": {"login_required"}, "state": {"xyz"}}},
-		{"prompt=none at a redirect_uri with a query", valid("prompt", "none", "state", "q1", "redirect_uri", c.redirects[1]), c.redirects[1], url.Values{"error": {"login_required"}, "state": {"q1"}}},
-		{"prompt=none without state", valid("prompt", "none", "state", ""), c.redirects[0], url.Values{"error": {"login_required"}}},
+		{"prompt=none", valid("prompt", "none", "state", "xyz"), c.redirects[0], url.Values{"error": {"login_required"}, "state": {"xyz"}, "iss": {iss}}},
+		{"prompt=none at a redirect_uri with a query", valid("prompt", "none", "state", "q1", "redirect_uri", c.redirects[1]), c.redirects[1], url.Values{"error": {"login_required"}, "state": {"q1"}, "iss": {iss}}},
+		{"prompt=none without state", valid("prompt", "none", "state", ""), c.redirects[0], url.Values{"error": {"login_required"}, "iss": {iss}}},
+		// OIDC Core 6: request objects are refused, not ignored.
+		{"request object", valid("request", "eyJhbGciOiJub25lIn0.e30.", "state", "r1"), c.redirects[0], url.Values{"error": {"request_not_supported"}, "state": {"r1"}, "iss": {iss}}},
+		{"request_uri", valid("request_uri", "https://app.example/r.jwt", "state", "r2"), c.redirects[0], url.Values{"error": {"request_uri_not_supported"}, "state": {"r2"}, "iss": {iss}}},
 	}
 	for _, tc := range redirects {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,7 +151,7 @@ func TestOIDCLoginPageErrors(t *testing.T) {
 			t.Errorf("login page status %q after deny (%s), want denied", got, resp.Body)
 		}
 		q := e.finish(t, id, c.redirects[0])
-		if q.Encode() != (url.Values{"error": {"access_denied"}, "state": {"deny-me"}}).Encode() {
+		if q.Encode() != (url.Values{"error": {"access_denied"}, "state": {"deny-me"}, "iss": {e.URL + "/oauth2"}}).Encode() {
 			t.Errorf("denied login: callback query %v, want error=access_denied&state=deny-me", q)
 		}
 		expectOAuthError(t, e.do(t, "GET", e.verifyURL(id), nil, "Accept", "application/json"), http.StatusBadRequest, "invalid_request")

@@ -39,6 +39,8 @@ type oidcClient struct {
 	scopes, resources []string
 	// secretHash, when set, is configured as secret_hash instead of secret.
 	secretHash string
+	// postLogout are its post_logout_redirect_uri lines.
+	postLogout []string
 }
 
 // testScopes are the scopes newOIDCClient's clients may ask for.
@@ -64,6 +66,9 @@ func (c oidcClient) config() string {
 		fmt.Fprintf(&b, "secret %s\n", c.secret)
 	}
 	fmt.Fprintf(&b, "redirect_uri %s\n", strings.Join(c.redirects, " "))
+	if len(c.postLogout) > 0 {
+		fmt.Fprintf(&b, "post_logout_redirect_uri %s\n", strings.Join(c.postLogout, " "))
+	}
 	if len(c.scopes) > 0 {
 		fmt.Fprintf(&b, "scopes %s\n", strings.Join(c.scopes, " "))
 	}
@@ -236,8 +241,8 @@ func (e *env) codeFor(t *testing.T, c oidcClient, subject string, pkce bool) (co
 	}
 	authURL := e.authURL(c, append(params, "state", "st-code")...)
 	q := e.login(t, authURL, subject, c.redirects[0])
-	if q.Get("state") != "st-code" || q.Get("code") == "" || len(q) != 2 {
-		t.Fatalf("callback query %v, want exactly code and state=st-code", q)
+	if q.Get("state") != "st-code" || q.Get("code") == "" || q.Get("iss") != e.URL+"/oauth2" || len(q) != 3 {
+		t.Fatalf("callback query %v, want exactly code, state=st-code and iss (RFC 9207)", q)
 	}
 	return q.Get("code"), verifier
 }
@@ -411,8 +416,8 @@ func (rp *relyingParty) login(t *testing.T, e *env, subject string) rpLogin {
 	l.scanned = time.Now()
 	e.scan(t, p, subject)
 	q := e.finish(t, id, rp.conf.RedirectURL)
-	if q.Get("state") != l.state || q.Get("code") == "" || len(q) != 2 {
-		t.Fatalf("callback query %v, want exactly a code and state %q", q, l.state)
+	if q.Get("state") != l.state || q.Get("code") == "" || q.Get("iss") != e.URL+"/oauth2" || len(q) != 3 {
+		t.Fatalf("callback query %v, want exactly a code, state %q and iss (RFC 9207)", q, l.state)
 	}
 	l.code = q.Get("code")
 	return l

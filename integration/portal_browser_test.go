@@ -11,6 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
+
+	"github.com/palmgate/palmgate/internal/tooltest"
 )
 
 // newChromium starts headless Chromium for t (skipping t when it is not
@@ -18,10 +20,7 @@ import (
 // bounded by d.
 func newChromium(t *testing.T) func(d time.Duration) context.Context {
 	t.Helper()
-	chromium := chromiumPath()
-	if chromium == "" {
-		t.Skip("chromium not installed: browser test skipped (install it, or set PALMGATE_CHROMIUM)")
-	}
+	chromium := tooltest.Chromium.Need(t) // skips, or fails with PALMGATE_REQUIRE_TOOLS=1
 	var logMu sync.Mutex
 	var browserLog []string
 	logf := func(format string, args ...any) {

@@ -217,7 +217,8 @@ func NewParser(issuer, alg string, now func() time.Time) *jwt.Parser {
 
 // KeyFunc finds the verification key of a token of type typ: it checks the `typ`
 // header (so that one kind of token never stands in for another), finds the key by
-// `kid` in src, requires it to be for alg and, unless acceptHighS, an ES256
+// `kid` in src, requires it to be for alg (or, with alg "", for the token's own
+// alg, which the parser has pinned to its methods) and, unless acceptHighS, an ES256
 // signature in its low-s form (the only one palmgate signs). The key source's
 // error is returned as is, and also stored in *keyErr when keyErr is not nil, so
 // that a caller tells an unavailable issuer from an invalid token.
@@ -234,10 +235,14 @@ func KeyFunc(ctx context.Context, src KeySource, typ, alg string, acceptHighS bo
 			}
 			return nil, err
 		}
-		if keyAlg != alg {
-			return nil, fmt.Errorf("key %s is for %s, not %s", kid, keyAlg, alg)
+		want := alg
+		if want == "" {
+			want = t.Method.Alg() // one of the parser's pinned methods
 		}
-		if alg == keys.ES256 && !acceptHighS && !keys.LowS(t.Signature) {
+		if keyAlg != want {
+			return nil, fmt.Errorf("key %s is for %s, not %s", kid, keyAlg, want)
+		}
+		if keyAlg == keys.ES256 && !acceptHighS && !keys.LowS(t.Signature) {
 			return nil, errors.New("the ES256 signature is not in its low-s form")
 		}
 		return key, nil

@@ -142,6 +142,9 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	if len(state) > MaxStateLen {
 		return nil, oauthError(ErrInvalidRequest, "state is longer than %d characters", MaxStateLen)
 	}
+	if err := refuseRequestObject(params, redirectURI, state); err != nil {
+		return nil, err
+	}
 	switch rt := params.Get("response_type"); rt {
 	case "code":
 	case "":
@@ -277,6 +280,8 @@ type Redirect struct {
 	Code  string
 	Error string
 	State string
+	// Issuer, when set, is sent as `iss` (RFC 9207).
+	Issuer string
 }
 
 // URL is the redirect's full URL.
@@ -291,6 +296,9 @@ func (r *Redirect) URL() string {
 	}
 	if r.State != "" {
 		q.Set("state", r.State)
+	}
+	if r.Issuer != "" {
+		q.Set("iss", r.Issuer)
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
@@ -329,9 +337,9 @@ func (s *Service) Finish(ctx context.Context, id, binding string) (*Redirect, er
 			if err := s.putCode(txn, code, ar); err != nil {
 				return err
 			}
-			redirect = &Redirect{URI: ar.RedirectURI, Code: code, State: ar.State}
+			redirect = &Redirect{URI: ar.RedirectURI, Code: code, State: ar.State, Issuer: s.issuer}
 		default:
-			redirect = &Redirect{URI: ar.RedirectURI, Error: ErrAccessDenied, State: ar.State}
+			redirect = &Redirect{URI: ar.RedirectURI, Error: ErrAccessDenied, State: ar.State, Issuer: s.issuer}
 		}
 		ar.Status = RequestAnswered
 		return s.putAuthRequest(txn, ar)

@@ -68,6 +68,8 @@ func TestAuthorizeRefused(t *testing.T) {
 		{"PKCE challenge in std base64", params("code_challenge", strings.ReplaceAll(pkceChallengeB, "-", "+")+"/", "code_challenge_method", "S256"), ErrInvalidRequest, false},
 		{"prompt none", params("prompt", "none"), ErrLoginRequired, true},
 		{"prompt none among others", params("prompt", "consent none"), ErrLoginRequired, true},
+		{"request object", params("request", "eyJhbGciOiJub25lIn0.e30."), ErrRequestNotSupported, true},
+		{"request_uri", params("request_uri", "https://app.example.test/req.jwt"), ErrRequestURINotSupported, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 // CheckClients checks configured clients (the one definition of the rules;
 // NewService refuses what it refuses, and a config's validation may call it
 // early): an id given once, a secret or a secret hash (not both, the hash well
-// formed), absolute redirect URIs without a fragment, scope tokens including
+// formed), absolute redirect and post-logout redirect URIs without a fragment, scope tokens including
 // openid, and resources that are absolute URIs without a fragment. The messages
 // name the Caddyfile option.
 func CheckClients(clients []Client) error {
@@ -37,6 +37,11 @@ func CheckClients(clients []Client) error {
 			u, err := url.Parse(ru)
 			if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
 				return fmt.Errorf("client %s: redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
+			}
+		}
+		for _, ru := range c.PostLogoutRedirectURIs {
+			if u, err := url.Parse(ru); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
+				return fmt.Errorf("client %s: post_logout_redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
 			}
 		}
 		for _, sc := range c.Scopes {

@@ -23,6 +23,9 @@ type Client struct {
 	Scopes []string
 	// Resources are the RFC 8707 resources (access token audiences) it may ask for.
 	Resources []string
+	// PostLogoutRedirectURIs are where an RP-initiated logout may send the browser
+	// back (exact match).
+	PostLogoutRedirectURIs []string
 }
 
 // client is a Client as kept in memory: the secret only as a keyed hash, or the
@@ -39,6 +42,8 @@ type client struct {
 	// dynamic clients (registry.go): the keyed hashes of the live secrets
 	dynamic     bool
 	dynamicMACs [][]byte
+	// postLogoutRedirectURIs: see Client.PostLogoutRedirectURIs.
+	postLogoutRedirectURIs []string
 }
 
 // clients holds the registered clients with hashed secrets. They come from the
@@ -77,6 +82,7 @@ func newClients(list []Client) (*clients, error) {
 			id: cl.ID, name: name, sector: sector,
 			redirectURIs: slices.Clone(cl.RedirectURIs),
 			scopes:       slices.Clone(scopes), resources: slices.Clone(cl.Resources),
+			postLogoutRedirectURIs: slices.Clone(cl.PostLogoutRedirectURIs),
 		}
 		switch {
 		case cl.SecretHash != "":

@@ -10,27 +10,30 @@ import (
 // at {issuer}/.well-known/openid-configuration. Its fields are in the order of their
 // names, as the edge has always written them.
 type Discovery struct {
-	AuthorizationEndpoint                     string   `json:"authorization_endpoint"`
-	ClaimsParameterSupported                  bool     `json:"claims_parameter_supported"`
-	ClaimsSupported                           []string `json:"claims_supported"`
-	CodeChallengeMethodsSupported             []string `json:"code_challenge_methods_supported"`
-	GrantTypesSupported                       []string `json:"grant_types_supported"`
-	IDTokenSigningAlgValuesSupported          []string `json:"id_token_signing_alg_values_supported"`
-	IntrospectionEndpoint                     string   `json:"introspection_endpoint"`
-	IntrospectionEndpointAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
-	Issuer                                    string   `json:"issuer"`
-	JWKSURI                                   string   `json:"jwks_uri"`
-	PromptValuesSupported                     []string `json:"prompt_values_supported"`
-	RequestParameterSupported                 bool     `json:"request_parameter_supported"`
-	ResponseModesSupported                    []string `json:"response_modes_supported"`
-	ResponseTypesSupported                    []string `json:"response_types_supported"`
-	RevocationEndpoint                        string   `json:"revocation_endpoint"`
-	RevocationEndpointAuthMethodsSupported    []string `json:"revocation_endpoint_auth_methods_supported"`
-	ScopesSupported                           []string `json:"scopes_supported"`
-	SubjectTypesSupported                     []string `json:"subject_types_supported"`
-	TokenEndpoint                             string   `json:"token_endpoint"`
-	TokenEndpointAuthMethodsSupported         []string `json:"token_endpoint_auth_methods_supported"`
-	UserinfoEndpoint                          string   `json:"userinfo_endpoint"`
+	AuthorizationEndpoint                      string   `json:"authorization_endpoint"`
+	AuthorizationResponseISSParameterSupported bool     `json:"authorization_response_iss_parameter_supported"` // RFC 9207: iss on every authorization response
+	ClaimsParameterSupported                   bool     `json:"claims_parameter_supported"`
+	ClaimsSupported                            []string `json:"claims_supported"`
+	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported"`
+	EndSessionEndpoint                         string   `json:"end_session_endpoint"`
+	GrantTypesSupported                        []string `json:"grant_types_supported"`
+	IDTokenSigningAlgValuesSupported           []string `json:"id_token_signing_alg_values_supported"`
+	IntrospectionEndpoint                      string   `json:"introspection_endpoint"`
+	IntrospectionEndpointAuthMethodsSupported  []string `json:"introspection_endpoint_auth_methods_supported"`
+	Issuer                                     string   `json:"issuer"`
+	JWKSURI                                    string   `json:"jwks_uri"`
+	PromptValuesSupported                      []string `json:"prompt_values_supported"`
+	RequestParameterSupported                  bool     `json:"request_parameter_supported"`
+	RequestURIParameterSupported               bool     `json:"request_uri_parameter_supported"`
+	ResponseModesSupported                     []string `json:"response_modes_supported"`
+	ResponseTypesSupported                     []string `json:"response_types_supported"`
+	RevocationEndpoint                         string   `json:"revocation_endpoint"`
+	RevocationEndpointAuthMethodsSupported     []string `json:"revocation_endpoint_auth_methods_supported"`
+	ScopesSupported                            []string `json:"scopes_supported"`
+	SubjectTypesSupported                      []string `json:"subject_types_supported"`
+	TokenEndpoint                              string   `json:"token_endpoint"`
+	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported"`
+	UserinfoEndpoint                           string   `json:"userinfo_endpoint"`
 }
 
 // clientAuthMethods are the client authentication methods of the token,
@@ -47,20 +50,23 @@ func (s *Service) Discovery() *Discovery {
 		UserinfoEndpoint:      iss + "/userinfo",
 		IntrospectionEndpoint: iss + "/introspect",
 		RevocationEndpoint:    iss + "/revoke",
-		IntrospectionEndpointAuthMethodsSupported: clientAuthMethods,
-		RevocationEndpointAuthMethodsSupported:    clientAuthMethods,
-		JWKSURI:                                   iss + "/jwks",
-		ResponseTypesSupported:                    []string{"code"},
-		ResponseModesSupported:                    []string{"query"},
-		GrantTypesSupported:                       slices.Clone(GrantTypes),
-		SubjectTypesSupported:                     []string{"pairwise"},
-		IDTokenSigningAlgValuesSupported:          []string{keys.RS256},
-		ScopesSupported:                           []string{ScopeOpenID, ScopeOfflineAccess},
-		ClaimsSupported:                           []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid"},
-		TokenEndpointAuthMethodsSupported:         clientAuthMethods,
-		CodeChallengeMethodsSupported:             []string{"S256"},
-		PromptValuesSupported:                     []string{"none", "login"},
-		RequestParameterSupported:                 false,
-		ClaimsParameterSupported:                  false,
+		IntrospectionEndpointAuthMethodsSupported:  clientAuthMethods,
+		RevocationEndpointAuthMethodsSupported:     clientAuthMethods,
+		JWKSURI:                                    iss + "/jwks",
+		ResponseTypesSupported:                     []string{"code"},
+		ResponseModesSupported:                     []string{"query"},
+		GrantTypesSupported:                        slices.Clone(GrantTypes),
+		SubjectTypesSupported:                      []string{"pairwise"},
+		IDTokenSigningAlgValuesSupported:           []string{keys.RS256},
+		ScopesSupported:                            []string{ScopeOpenID, ScopeOfflineAccess},
+		ClaimsSupported:                            []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid"},
+		TokenEndpointAuthMethodsSupported:          clientAuthMethods,
+		CodeChallengeMethodsSupported:              []string{"S256"},
+		PromptValuesSupported:                      []string{"none", "login"},
+		RequestParameterSupported:                  false,
+		RequestURIParameterSupported:               false,
+		EndSessionEndpoint:                         iss + "/logout",
+		AuthorizationResponseISSParameterSupported: true,
+		ClaimsParameterSupported:                   false,
 	}
 }

@@ -48,7 +48,8 @@ var (
 
 var testClients = []Client{
 	{ID: "app", Secret: "app-secret", RedirectURIs: []string{appRedirect, appLoopback}, Name: "Example App",
-		Scopes: []string{"openid", "offline_access", "profile"}, Resources: []string{apiResource, otherAPIResource}},
+		Scopes: []string{"openid", "offline_access", "profile"}, Resources: []string{apiResource, otherAPIResource},
+		PostLogoutRedirectURIs: []string{appLoggedOut}},
 	{ID: "other", Secret: "other-secret", RedirectURIs: []string{otherRedir}, Sector: sharedSector},
 	{ID: "third", Secret: "third-secret", RedirectURIs: []string{"https://third.example.test/cb"}, Sector: sharedSector},
 }

@@ -7,16 +7,16 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/bearer"
-	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/storage"
 )
 
-// keyFunc finds the verification key of a palmgate ES256 token of type typ among
-// the issuer's keys (bearer.KeyFunc: typ, kid, alg, low-s). An unknown key id reloads
+// keyFunc finds the verification key of a palmgate token of type typ among the
+// issuer's keys (bearer.KeyFunc: typ, kid, the key's algorithm that of the token,
+// which the parser pins, low-s). An unknown key id reloads
 // the keys from the store (another instance may have just rotated them); a failed
 // reload is returned wrapped, so that unavailableKey tells it apart.
 func (s *Service) keyFunc(ctx context.Context, typ string) jwt.Keyfunc {
-	return bearer.KeyFunc(ctx, s.keys, typ, keys.ES256, false, nil)
+	return bearer.KeyFunc(ctx, s.keys, typ, "", false, nil)
 }
 
 // unavailableKey reports a token refused because the keys could not be read from the

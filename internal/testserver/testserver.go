@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/palmgate/palmgate/internal/tooltest"
 )
 
 // Timeouts of the harness.
@@ -498,6 +500,7 @@ func Main(m *testing.M, after ...func() error) {
 	if build.dir != "" {
 		os.RemoveAll(build.dir)
 	}
+	tooltest.Cleanup() // the relying parties built from integration/rp
 	os.Exit(code)
 }
 

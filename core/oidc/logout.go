@@ -1,0 +1,136 @@
+package oidc
+
+import (
+	"context"
+	"net/url"
+	"slices"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/storage"
+)
+
+// idTokenHintParser reads an id_token_hint. Its signature and `typ` are checked by
+// the key function, its issuer by EndSession; its times are not: OpenID Connect
+// RP-Initiated Logout 1.0 section 2 asks the OP to accept an expired ID token it
+// issued (a person often signs out long after their ID token expired).
+var idTokenHintParser = jwt.NewParser(
+	jwt.WithValidMethods([]string{keys.RS256, keys.ES256}),
+	jwt.WithStrictDecoding(),
+	jwt.WithoutClaimsValidation(),
+)
+
+// Logout is the outcome of an RP-initiated logout request.
+type Logout struct {
+	// ClientID is the client the request came from ("" when neither client_id nor
+	// id_token_hint named one).
+	ClientID string
+	// GrantID is the grant (the `sid` of the id_token_hint) that was revoked; ""
+	// when the request had no hint, so nothing could be revoked.
+	GrantID string
+	// RedirectURI is the registered post_logout_redirect_uri to send the browser
+	// back to, and State the state to echo there; "" means show the signed-out page.
+	RedirectURI string
+	State       string
+}
+
+// URL is the post-logout redirect with its state, or "" when there is none.
+func (l *Logout) URL() string {
+	if l.RedirectURI == "" {
+		return ""
+	}
+	u, _ := url.Parse(l.RedirectURI) // validated at configuration
+	if l.State != "" {
+		q := u.Query()
+		q.Set("state", l.State)
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// EndSession answers an RP-initiated logout request (OpenID Connect RP-Initiated
+// Logout 1.0): its parameters id_token_hint, client_id, post_logout_redirect_uri,
+// state (and ui_locales, logout_hint, which change nothing here).
+//
+// palmgate keeps no session of its own at the OP (every login is a fresh palm scan),
+// so logging out means ending the login the client holds: the grant named by the
+// hint's `sid` is revoked, its refresh family and its access tokens stop working.
+// A request without a hint cannot name a login: it revokes nothing (the caller
+// shows the signed-out page, or redirects when a client and a registered
+// post_logout_redirect_uri were given).
+//
+// Errors are *Error with code invalid_request, never carrying a redirect: an
+// unregistered post_logout_redirect_uri, one without a client to check it against,
+// a client_id other than the hint's audience, a hint this issuer did not sign.
+func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, error) {
+	for name, values := range params {
+		if len(values) > 1 {
+			return nil, oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
+		}
+	}
+	hint, clientID := params.Get("id_token_hint"), params.Get("client_id")
+	redirect, state := params.Get("post_logout_redirect_uri"), params.Get("state")
+	if len(state) > MaxStateLen {
+		return nil, oauthError(ErrInvalidRequest, "state is longer than %d characters", MaxStateLen)
+	}
+	out := &Logout{ClientID: clientID}
+	if clientID != "" && s.clients.get(clientID) == nil {
+		return nil, oauthError(ErrInvalidRequest, "unknown client_id")
+	}
+	if hint != "" {
+		claims, err := s.parseIDTokenHint(ctx, hint)
+		if err != nil {
+			return nil, err
+		}
+		aud := []string(claims.Audience)
+		switch {
+		case clientID != "" && !slices.Contains(aud, clientID):
+			return nil, oauthError(ErrInvalidRequest, "client_id is not the audience of the id_token_hint")
+		case clientID == "" && len(aud) == 1:
+			out.ClientID = aud[0]
+		case clientID == "":
+			return nil, oauthError(ErrInvalidRequest, "the id_token_hint has several audiences: give client_id")
+		}
+		if s.clients.get(out.ClientID) == nil {
+			return nil, oauthError(ErrInvalidRequest, "the id_token_hint is for an unknown client")
+		}
+		out.GrantID = claims.GrantID
+	}
+	if redirect != "" {
+		cl := s.clients.get(out.ClientID)
+		if cl == nil {
+			return nil, oauthError(ErrInvalidRequest, "post_logout_redirect_uri needs client_id or id_token_hint to check it against")
+		}
+		if !slices.Contains(cl.postLogoutRedirectURIs, redirect) {
+			return nil, oauthError(ErrInvalidRequest, "post_logout_redirect_uri is not registered for this client")
+		}
+		out.RedirectURI, out.State = redirect, state
+	}
+	if out.GrantID != "" {
+		if err := s.store.Update(ctx, func(txn storage.Txn) error { return s.revokeGrant(txn, out.GrantID) }); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// parseIDTokenHint checks that hint is an ID token this issuer signed, expired or
+// not, and returns its claims.
+func (s *Service) parseIDTokenHint(ctx context.Context, hint string) (*IDClaims, error) {
+	var claims IDClaims
+	_, err := idTokenHintParser.ParseWithClaims(hint, &claims, s.keyFunc(ctx, TypeIDToken))
+	if unavailableKey(err) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, oauthError(ErrInvalidRequest, "the id_token_hint is not an ID token this issuer signed")
+	}
+	if claims.Issuer != s.issuer {
+		return nil, oauthError(ErrInvalidRequest, "the id_token_hint was issued by %.100q, not this issuer", claims.Issuer)
+	}
+	if claims.GrantID == "" || len(claims.Audience) == 0 {
+		return nil, oauthError(ErrInvalidRequest, "the id_token_hint lacks sid or aud")
+	}
+	return &claims, nil
+}

@@ -1,0 +1,107 @@
+package edge
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/core/oidc"
+)
+
+var signedOutPage = template.Must(template.ParseFS(pageFiles, "pages/signedout.html"))
+
+// signedOutPageData fills the page of the logout endpoint.
+type signedOutPageData struct {
+	Title, Outcome, StatusClass string
+	Lines                       []string
+	CSPNonce                    string
+}
+
+// handleLogout is the end_session_endpoint (OpenID Connect RP-Initiated Logout 1.0),
+// GET or POST: it revokes the login named by id_token_hint, then sends the browser
+// to the registered post_logout_redirect_uri with state, or shows the signed-out
+// page. A refused request is a 400 page, never a redirect (the URI may not be the
+// client's). HEAD (which the GET route also serves) changes nothing.
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		s.renderSignedOutPage(w, r, http.StatusOK, signedOutPageData{Title: "You are signed out"})
+		return
+	}
+	params, err := formParams(w, r)
+	var out *oidc.Logout
+	if err == nil {
+		out, err = s.oidc.EndSession(r.Context(), params)
+	}
+	if err != nil {
+		s.writeLogoutError(w, r, err)
+		return
+	}
+	if c := s.logger.Check(zap.DebugLevel, "palmgate logout"); c != nil {
+		c.Write(zap.String("client_id", out.ClientID), zap.Bool("revoked", out.GrantID != ""), zap.Bool("redirect", out.RedirectURI != ""))
+	}
+	if u := out.URL(); u != "" {
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, u, http.StatusFound)
+		return
+	}
+	d := signedOutPageData{Title: "You are signed out", StatusClass: "ok", Outcome: "You are signed out."}
+	if out.GrantID != "" {
+		d.Lines = []string{"The application's sign-in has ended: its tokens no longer work.", "You can close this page."}
+	} else {
+		// Without id_token_hint no sign-in can be named, and palmgate keeps no
+		// session of its own (every sign-in is a new palm scan): nothing to end here.
+		d.Lines = []string{"palmgate keeps no session in this browser: each sign-in is a new palm scan.", "You can close this page."}
+	}
+	s.renderSignedOutPage(w, r, http.StatusOK, d)
+}
+
+// writeLogoutError answers a refused logout with a page: 400 for a bad request, 503
+// when the store is unavailable, 500 otherwise.
+func (s *Server) writeLogoutError(w http.ResponseWriter, r *http.Request, err error) {
+	d := signedOutPageData{Title: "Sign-out refused", StatusClass: "bad"}
+	status := http.StatusBadRequest
+	var oe *oidc.Error
+	var tooLarge *apiError
+	switch {
+	case errors.As(err, &oe):
+		d.Outcome = oe.Description
+	case errors.As(err, &tooLarge):
+		status, d.Outcome = tooLarge.Status, tooLarge.Message
+	default:
+		if ra, ok := retryAfter(err); ok {
+			setRetryAfter(w, ra)
+			status, d.Outcome = http.StatusServiceUnavailable, "palmgate is temporarily unavailable; try again shortly."
+		} else {
+			s.logger.Error("palmgate logout failed", zap.Error(err))
+			status, d.Outcome = http.StatusInternalServerError, "internal server error"
+		}
+	}
+	d.Lines = []string{"Nothing was changed. Go back to the application and sign out again."}
+	s.renderSignedOutPage(w, r, status, d)
+}
+
+// renderSignedOutPage writes the logout page with a strict Content-Security-Policy:
+// no script, no external source, the inline style by nonce.
+func (s *Server) renderSignedOutPage(w http.ResponseWriter, r *http.Request, status int, d signedOutPageData) {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce) // crypto/rand never fails on supported platforms
+	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.CSPNonce+"'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if err := signedOutPage.Execute(w, d); err != nil {
+		s.logger.Debug("writing signed-out page", zap.Error(err))
+	}
+}
