@@ -3,6 +3,8 @@ package edge
 import (
 	"net/http"
 	"strings"
+
+	"github.com/palmgate/palmgate/core/oidc"
 )
 
 // handleCheck is the forward-auth endpoint for gateways that are not Caddy (nginx
@@ -25,16 +27,27 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// handleIntrospect is token introspection (RFC 7662), for authenticated clients.
-func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+// authenticatedRequest reads a client-authenticated form POST and authenticates
+// its client, answering the error itself (a failure counts against the client
+// address's rate limit).
+func (s *Server) authenticatedRequest(w http.ResponseWriter, r *http.Request) (string, oidc.ClientRequest, bool) {
 	req, ok := s.clientRequest(w, r)
 	if !ok {
-		return
+		return "", req, false
 	}
 	clientID, err := s.oidc.Authenticate(r.Context(), req)
 	if err != nil {
 		s.limiter.charge(r)
 		s.writeOAuthError(w, r, err)
+		return "", req, false
+	}
+	return clientID, req, true
+}
+
+// handleIntrospect is token introspection (RFC 7662), for authenticated clients.
+func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+	clientID, req, ok := s.authenticatedRequest(w, r)
+	if !ok {
 		return
 	}
 	answer, err := s.oidc.Introspect(r.Context(), clientID, req.Params.Get("token"))
@@ -48,14 +61,8 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 // handleRevoke is token revocation (RFC 7009), for authenticated clients: 200 also
 // for unknown tokens.
 func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	req, ok := s.clientRequest(w, r)
+	clientID, req, ok := s.authenticatedRequest(w, r)
 	if !ok {
-		return
-	}
-	clientID, err := s.oidc.Authenticate(r.Context(), req)
-	if err != nil {
-		s.limiter.charge(r)
-		s.writeOAuthError(w, r, err)
 		return
 	}
 	if err := s.oidc.Revoke(r.Context(), clientID, req.Params.Get("token")); err != nil {

@@ -62,7 +62,7 @@ func (c *callbackRecorder) queries() []string {
 // page's own polling, with a code that exchanges for tokens.
 func TestBrowserLogin(t *testing.T) {
 	t.Parallel()
-	chromium := tooltest.Chromium.Need(t) // $PALMGATE_CHROMIUM or /usr/bin/chromium
+	tooltest.Chromium.Need(t) // $PALMGATE_CHROMIUM or /usr/bin/chromium; before any server starts
 
 	cb := &callbackRecorder{hit: make(chan struct{}, 1)}
 	rpServer := httptest.NewServer(cb)
@@ -77,49 +77,7 @@ func TestBrowserLogin(t *testing.T) {
 	state, nonce, verifier := "state-"+randHex(12), "nonce-"+randHex(12), oauth2.GenerateVerifier()
 	authURL := rp.conf.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier))
 
-	// Chromium's messages go to the test log only if the test fails (the
-	// browser may still write after the test ends).
-	var logMu sync.Mutex
-	var browserLog []string
-	logf := func(format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		browserLog = append(browserLog, fmt.Sprintf(format, args...))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logMu.Lock()
-			defer logMu.Unlock()
-			t.Logf("chromedp log:\n%s", strings.Join(browserLog, "\n"))
-		}
-	})
-
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(720, 960),
-	)
-	t.Cleanup(cancelAlloc) // stops the Chromium process it started
-	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(logf), chromedp.WithLogf(logf))
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, with no deadline of its own
-		t.Fatalf("starting Chromium %s: %v", chromium, err)
-	}
-	// Every step below is bounded.
-	step := func(d time.Duration) context.Context {
-		c, cancel := context.WithTimeout(ctx, d)
-		t.Cleanup(cancel)
-		return c
-	}
+	step := newChromium(t) // every step below is bounded
 
 	// 1. The authorization URL lands on the login page.
 	resp, err := chromedp.Run(step(20*time.Second), chromedp.NavigateResponse(authURL))
@@ -248,4 +206,60 @@ func TestBrowserLogin(t *testing.T) {
 	_, err = rp.conf.Exchange(rp.ctx, q.Get("code"), oauth2.VerifierOption(verifier))
 	expectRetrieveError(t, err, http.StatusBadRequest, "invalid_grant")
 	expectOAuthError(t, testserver.Do(t, "GET", e.verifyURL(id), nil), http.StatusBadRequest, "invalid_request")
+}
+
+// startChromium starts headless Chromium for t, with the flags this workplace
+// needs (no background networking), and returns its context; it stops with the
+// test, and Chromium's messages go to the test log if the test fails. Without
+// Chromium the test skips, or fails with PALMGATE_REQUIRE_TOOLS=1.
+func startChromium(t *testing.T) context.Context {
+	t.Helper()
+	chromium := tooltest.Chromium.Need(t) // skips, or fails with PALMGATE_REQUIRE_TOOLS=1
+	var logMu sync.Mutex
+	var browserLog []string
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		browserLog = append(browserLog, fmt.Sprintf(format, args...))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logMu.Lock()
+			defer logMu.Unlock()
+			t.Logf("chromedp log:\n%s", strings.Join(browserLog, "\n"))
+		}
+	})
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(900, 1200),
+	)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(logf), chromedp.WithLogf(logf))
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting Chromium %s: %v", chromium, err)
+	}
+	return ctx
+}
+
+// newChromium starts Chromium as startChromium does and returns a step function:
+// a context of the browser bounded by d.
+func newChromium(t *testing.T) func(d time.Duration) context.Context {
+	t.Helper()
+	ctx := startChromium(t)
+	return func(d time.Duration) context.Context {
+		c, cancel := context.WithTimeout(ctx, d)
+		t.Cleanup(cancel)
+		return c
+	}
 }

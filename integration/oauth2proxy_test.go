@@ -113,7 +113,7 @@ func TestRelyingPartyOAuth2Proxy(t *testing.T) {
 	cmd := exec.Command(bin, args...)
 	p := startOAuth2Proxy(t, cmd, port)
 
-	ctx := newRPBrowser(t)
+	ctx := startChromium(t)
 	done := simulateLogin(t, ctx, proxy+"/", e.subject("proxy-user"), "#rp-done")
 	first := up.lastToken()
 	sub := str(jwtPart(t, first, 1)["sub"])

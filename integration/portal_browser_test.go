@@ -1,66 +1,14 @@
 package integration
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"golang.org/x/oauth2"
-
-	"github.com/palmgate/palmgate/internal/tooltest"
 )
-
-// newChromium starts headless Chromium for t (skipping t when it is not
-// installed, as TestBrowserLogin does) and returns a step function: a context
-// bounded by d.
-func newChromium(t *testing.T) func(d time.Duration) context.Context {
-	t.Helper()
-	chromium := tooltest.Chromium.Need(t) // skips, or fails with PALMGATE_REQUIRE_TOOLS=1
-	var logMu sync.Mutex
-	var browserLog []string
-	logf := func(format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		browserLog = append(browserLog, fmt.Sprintf(format, args...))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logMu.Lock()
-			defer logMu.Unlock()
-			t.Logf("chromedp log:\n%s", strings.Join(browserLog, "\n"))
-		}
-	})
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(900, 1200),
-	)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithErrorf(logf), chromedp.WithLogf(logf))
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting Chromium %s: %v", chromium, err)
-	}
-	return func(d time.Duration) context.Context {
-		c, cancel := context.WithTimeout(ctx, d)
-		t.Cleanup(cancel)
-		return c
-	}
-}
 
 // TestPortalBrowser: in headless Chromium, a developer signs in to the portal
 // with a simulated palm scan, creates an application and reads its secret; a

@@ -101,7 +101,7 @@ func TestReadmeGoSnippet(t *testing.T) {
 	})}}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	ctx := newRPBrowser(t)
+	ctx := startChromium(t)
 	done := simulateLogin(t, ctx, srv.URL+"/login", e.subject("readme"), "#rp-done")
 	mu.Lock()
 	defer mu.Unlock()

@@ -29,30 +29,6 @@ import (
 // rpStep bounds each browser step.
 const rpStep = 30 * time.Second
 
-// newRPBrowser starts a headless Chromium for a relying-party test; it stops with
-// the test.
-func newRPBrowser(t *testing.T) context.Context {
-	t.Helper()
-	chromium := tooltest.Chromium.Need(t)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromium),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting Chromium %s: %v", chromium, err)
-	}
-	return ctx
-}
-
 // browserStep runs actions with rpStep as their deadline, failing the test with
 // what the browser shows when they fail.
 func browserStep(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
@@ -189,7 +165,7 @@ func rpClient(port int) oidcClient {
 // in the browser; then palmgate refuses what the logout ended.
 func exerciseRP(t *testing.T, e *env, c oidcClient, rp *rpProcess) {
 	t.Helper()
-	ctx := newRPBrowser(t)
+	ctx := startChromium(t)
 	done := simulateLogin(t, ctx, rp.base+"/login", e.subject("rp-user"), "#rp-done")
 	first := rp.get(t, "/tokens", http.StatusOK)
 	sub := str(first["sub"])

@@ -293,16 +293,22 @@ func GetChallenge(txn storage.Txn, id string) (*Challenge, error) {
 	return &c, nil
 }
 
-// Lookup returns challenge id for the mobile app that opened its scan URL: the
-// nonce must be the current one, within its lifetime, while the challenge is
-// pending (ErrScanLapsed for a replaced or lapsed one, ErrNotFound for any other).
-func (s *Service) Lookup(ctx context.Context, id, nonce string) (*Challenge, error) {
+// read reads challenge id in a transaction of its own.
+func (s *Service) read(ctx context.Context, id string) (*Challenge, error) {
 	var c *Challenge
 	err := s.store.View(ctx, func(txn storage.Txn) error {
 		var err error
 		c, err = GetChallenge(txn, id)
 		return err
 	})
+	return c, err
+}
+
+// Lookup returns challenge id for the mobile app that opened its scan URL: the
+// nonce must be the current one, within its lifetime, while the challenge is
+// pending (ErrScanLapsed for a replaced or lapsed one, ErrNotFound for any other).
+func (s *Service) Lookup(ctx context.Context, id, nonce string) (*Challenge, error) {
+	c, err := s.read(ctx, id)
 	if err != nil {
 		return nil, err
 	}

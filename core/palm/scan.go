@@ -71,12 +71,7 @@ func (c *Challenge) nonceState(nonce string, now time.Time) nonceState {
 // Pages call it each time they are shown or polled; it writes at most once per
 // ScanRenewAfter.
 func (s *Service) Renew(ctx context.Context, id string) (*Challenge, error) {
-	var c *Challenge
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		var err error
-		c, err = GetChallenge(txn, id)
-		return err
-	})
+	c, err := s.read(ctx, id)
 	if err != nil {
 		return nil, err
 	}
