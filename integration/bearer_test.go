@@ -315,8 +315,8 @@ func rotateKeys(t *testing.T, e *env) string {
 	t.Helper()
 	resp := testserver.Do(t, "POST", "http://"+e.AdminAddr+"/palmgate/keys/rotate", nil).ExpectStatus(t, http.StatusOK)
 	active, _ := resp.Object(t)["active"].(map[string]any)
-	if str(active["ES256"]) == "" || str(active["RS256"]) == "" {
-		t.Fatalf("key rotation answered %s, want {\"active\":{\"ES256\":kid,\"RS256\":kid}}", resp.Body)
+	if str(active["ES256"]) == "" || str(active["RS256"]) == "" || str(active["EdDSA"]) == "" {
+		t.Fatalf("key rotation answered %s, want {\"active\":{\"ES256\":kid,\"EdDSA\":kid,\"RS256\":kid}}", resp.Body)
 	}
 	return str(active["ES256"])
 }

@@ -2,8 +2,6 @@ package oidc
 
 import (
 	"slices"
-
-	"github.com/palmgate/palmgate/core/keys"
 )
 
 // Discovery is the OpenID Provider Metadata (OpenID Connect Discovery 1.0, RFC 8414)
@@ -57,7 +55,7 @@ func (s *Service) Discovery() *Discovery {
 		ResponseModesSupported:                     []string{"query"},
 		GrantTypesSupported:                        slices.Clone(GrantTypes),
 		SubjectTypesSupported:                      []string{"pairwise"},
-		IDTokenSigningAlgValuesSupported:           []string{keys.RS256},
+		IDTokenSigningAlgValuesSupported:           slices.Clone(IDTokenAlgs),
 		ScopesSupported:                            []string{ScopeOpenID, ScopeOfflineAccess},
 		ClaimsSupported:                            []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid"},
 		TokenEndpointAuthMethodsSupported:          clientAuthMethods,
