@@ -1,8 +1,8 @@
 package integration
 
 import (
-	"cmp"
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
