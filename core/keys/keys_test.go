@@ -356,3 +356,33 @@ func TestRotationSeenByAnotherInstance(t *testing.T) {
 		t.Errorf("b's JWKS lacks %s after Watch reloaded it", k2.ID)
 	}
 }
+
+// TestOpenAddsEdDSAToAnOlderStore: a store written by a version without EdDSA
+// (RS256 and ES256 keys only) gets an EdDSA key on the next Open, and keeps the
+// other keys as they were.
+func TestOpenAddsEdDSAToAnOlderStore(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	first := openSet(t, store)
+	rs, es := first.Active(RS256).ID, first.Active(ES256).ID
+	err := store.Update(context.Background(), func(txn storage.Txn) error {
+		for _, r := range storedKeys(t, store, EdDSA) {
+			if err := txn.Delete(keyKey(EdDSA, r.ID)); err != nil {
+				return err
+			}
+		}
+		return txn.Delete(keyLockKey(EdDSA))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := openSet(t, store)
+	if again.Active(EdDSA) == nil || again.Active(EdDSA).ID == first.Active(EdDSA).ID {
+		t.Fatalf("no new EdDSA key on the older store: %v", again.Active(EdDSA))
+	}
+	if again.Active(RS256).ID != rs || again.Active(ES256).ID != es {
+		t.Errorf("the RS256 and ES256 keys changed: %s %s, want %s %s", again.Active(RS256).ID, again.Active(ES256).ID, rs, es)
+	}
+	if n := len(storedKeys(t, store, EdDSA)); n != 1 {
+		t.Errorf("%d EdDSA keys stored, want 1", n)
+	}
+}
