@@ -18,7 +18,7 @@ func init() {
 
 // AdminAPI adds palmgate's routes to Caddy's admin endpoint:
 //
-//	POST /palmgate/keys/rotate   new active signing keys (RS256 and ES256); the old
+//	POST /palmgate/keys/rotate   new active signing keys (RS256, ES256, EdDSA); the old
 //	                             ones stay in the JWKS so issued tokens keep verifying
 //	GET  /palmgate/stats         live record counts by kind (a full scan: for
 //	                             operators and tests, not for monitoring at high rates)
@@ -79,7 +79,7 @@ func rotateKeys(w http.ResponseWriter, r *http.Request) error {
 	}
 	set := app.Keys()
 	kids := map[string]string{}
-	for _, alg := range []string{keys.RS256, keys.ES256} {
+	for _, alg := range keys.Algorithms {
 		k, err := set.Rotate(r.Context(), alg)
 		if err != nil {
 			return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("rotating %s key: %w", alg, err)}

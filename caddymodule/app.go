@@ -165,6 +165,10 @@ type Client struct {
 	// PostLogoutRedirectURIs are where an RP-initiated logout (/oauth2/logout) may
 	// send the browser back, matched exactly; another is refused with a 400 page.
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty"`
+	// IDTokenSignedResponseAlg is the algorithm of the client's ID tokens: RS256
+	// (the default, OpenID Connect's mandatory one), ES256 or EdDSA (Ed25519), which
+	// are much cheaper to sign. Access tokens are ES256 whatever it is.
+	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -320,7 +324,8 @@ func (a *App) oidcClients() []oidc.Client {
 	clients := make([]oidc.Client, len(a.Clients))
 	for i, c := range a.Clients {
 		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
-			Scopes: c.Scopes, Resources: c.Resources, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs}
+			Scopes: c.Scopes, Resources: c.Resources, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs,
+			IDTokenAlg: c.IDTokenSignedResponseAlg}
 	}
 	return clients
 }

@@ -69,6 +69,12 @@ type Bearer struct {
 	// Timeout bounds each request to a remote issuer. Default: 5s.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 
+	// Leeway is how long past its `exp` a remote issuer's token is still admitted,
+	// for the clock difference between this machine and the issuer's. Only in remote
+	// mode: in local mode the token is checked on the clock that signed it, with
+	// none. Default (unset): 30s; 0 allows none.
+	Leeway *caddy.Duration `json:"leeway,omitempty"`
+
 	// CacheSize bounds how many verified tokens are remembered (by hash, until they
 	// expire), so that a repeated token costs no signature check. Default: 10000;
 	// -1 disables the cache.
@@ -93,6 +99,9 @@ func (b *Bearer) Provision(ctx caddy.Context) error {
 		b.Realm = edge.Realm
 	}
 	if b.Issuer == "" {
+		if b.Leeway != nil {
+			return errors.New("palmgate_bearer leeway: only with an issuer (remote mode); the local issuer's tokens expire exactly")
+		}
 		app, err := ctx.AppIfConfigured("palmgate")
 		if errors.Is(err, caddy.ErrNotConfigured) {
 			return errors.New("palmgate_bearer: without an issuer it needs the palmgate global option in the same Caddy")
@@ -119,8 +128,12 @@ func (b *Bearer) Provision(ctx caddy.Context) error {
 	}
 	defaultDuration(&b.RefetchInterval, DefaultRefetchInterval)
 	defaultDuration(&b.Timeout, DefaultIssuerTimeout)
+	leeway := bearer.Leeway
+	if b.Leeway != nil {
+		leeway = time.Duration(*b.Leeway)
+	}
 	remote := bearer.NewRemoteKeys(b.Issuer, &http.Client{Timeout: time.Duration(b.Timeout)}, time.Duration(b.RefetchInterval), nil)
-	b.verifier = bearer.NewVerifier(bearer.Config{Issuer: b.Issuer, Algorithm: keys.ES256, Keys: remote, CacheSize: b.CacheSize})
+	b.verifier = bearer.NewVerifier(bearer.Config{Issuer: b.Issuer, Algorithm: keys.ES256, Keys: remote, CacheSize: b.CacheSize, Leeway: leeway})
 	go func() {
 		if err := remote.Prefetch(ctx); err != nil {
 			b.logger.Warn("palmgate_bearer: issuer keys not loaded yet; retrying on demand", zap.String("issuer", b.Issuer), zap.Error(err))
@@ -177,6 +190,7 @@ func (b *Bearer) check(r *http.Request) (*bearer.Claims, *edge.Refusal) {
 //		realm <realm>
 //		refetch_interval <duration>
 //		timeout <duration>
+//		leeway <duration>
 //		cache_size <tokens>
 //	}
 func (b *Bearer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -222,6 +236,14 @@ func (b *Bearer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		case "timeout":
 			if err := parseDuration(d, &b.Timeout); err != nil {
 				return err
+			}
+		case "leeway":
+			b.Leeway = new(caddy.Duration)
+			if err := parseDuration(d, b.Leeway); err != nil {
+				return err
+			}
+			if *b.Leeway < 0 || time.Duration(*b.Leeway) > 5*time.Minute {
+				return d.Errf("palmgate_bearer leeway: must be between 0 and 5m")
 			}
 		case "cache_size":
 			var n string

@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 )
@@ -21,6 +22,32 @@ func TestBearerCaddyfileAudience(t *testing.T) {
 		err := b.UnmarshalCaddyfile(caddyfile.NewTestDispenser("palmgate_bearer {\n\t" + bad + "\n}"))
 		if err == nil || !strings.Contains(err.Error(), "audience") {
 			t.Errorf("%q: error %v, want one naming audience", bad, err)
+		}
+	}
+}
+
+func TestBearerCaddyfileLeeway(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want time.Duration
+	}{{"leeway 30s", 30 * time.Second}, {"leeway 0", 0}, {"leeway 2m", 2 * time.Minute}} {
+		var b Bearer
+		if err := b.UnmarshalCaddyfile(caddyfile.NewTestDispenser("palmgate_bearer {\n\tissuer https://id.example.com/oauth2\n\t" + tc.line + "\n}")); err != nil {
+			t.Fatalf("%q: %v", tc.line, err)
+		}
+		if b.Leeway == nil || time.Duration(*b.Leeway) != tc.want {
+			t.Errorf("%q: Leeway = %v, want %v", tc.line, b.Leeway, tc.want)
+		}
+	}
+	var unset Bearer
+	if err := unset.UnmarshalCaddyfile(caddyfile.NewTestDispenser("palmgate_bearer {\n\tissuer https://id.example.com/oauth2\n}")); err != nil || unset.Leeway != nil {
+		t.Errorf("no leeway line: Leeway %v, err %v; want unset (the 30s default at provision)", unset.Leeway, err)
+	}
+	for _, bad := range []string{"leeway", "leeway soon", "leeway -1s", "leeway 6m", "leeway 1s 2s"} {
+		var b Bearer
+		err := b.UnmarshalCaddyfile(caddyfile.NewTestDispenser("palmgate_bearer {\n\t" + bad + "\n}"))
+		if err == nil || !strings.Contains(err.Error(), "leeway") {
+			t.Errorf("%q: error %v, want one naming leeway", bad, err)
 		}
 	}
 }

@@ -1,12 +1,16 @@
 package caddymodule
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/palmgate/palmgate/core/oidc"
 )
 
 func init() {
@@ -50,6 +54,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //			sector <id>
 //			scopes <scope> [<scope>...]
 //			resources <uri> [<uri>...]
+//			id_token_signed_response_alg RS256 | ES256 | EdDSA
 //		}
 //		portal off | portal { max_applications <n> }
 //	}
@@ -279,6 +284,13 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 		case "sector":
 			if err := singleArg(d, &c.Sector); err != nil {
 				return c, err
+			}
+		case "id_token_signed_response_alg":
+			if err := singleArg(d, &c.IDTokenSignedResponseAlg); err != nil {
+				return c, err
+			}
+			if !slices.Contains(oidc.IDTokenAlgs, c.IDTokenSignedResponseAlg) {
+				return c, d.Errf("client %s: id_token_signed_response_alg %q must be one of %s", c.ID, c.IDTokenSignedResponseAlg, strings.Join(oidc.IDTokenAlgs, ", "))
 			}
 		case "scopes", "resources":
 			args := d.RemainingArgs()

@@ -86,6 +86,10 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"secret_hash without value", "client demo {\n\tsecret_hash\n}", "secret_hash"},
 		{"scopes without scope", "client demo {\n\tscopes\n}", "scopes"},
 		{"resources without uri", "client demo {\n\tresources\n}", "resources"},
+		{"id_token_signed_response_alg without value", "client demo {\n\tid_token_signed_response_alg\n}", "id_token_signed_response_alg"},
+		{"id_token_signed_response_alg HS256", "client demo {\n\tid_token_signed_response_alg HS256\n}", "id_token_signed_response_alg"},
+		{"id_token_signed_response_alg none", "client demo {\n\tid_token_signed_response_alg none\n}", "id_token_signed_response_alg"},
+		{"id_token_signed_response_alg in lower case", "client demo {\n\tid_token_signed_response_alg es256\n}", "id_token_signed_response_alg"},
 		{"portal with a word", "portal on", "portal"},
 		{"portal unknown option", "portal {\n\tcolour blue\n}", "colour"},
 		{"portal max_applications zero", "portal {\n\tmax_applications 0\n}", "max_applications"},
@@ -132,6 +136,9 @@ func TestValidate(t *testing.T) {
 		{"scope with a quote", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", Scopes: []string{"openid", `a"b`}}}
 		}, "scopes"},
+		{"ID token algorithm HS256 (JSON config)", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", IDTokenSignedResponseAlg: "HS256"}}
+		}, "id_token_signed_response_alg"},
 		{"relative resource", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", Resources: []string{"/api"}}}
 		}, "resources"},

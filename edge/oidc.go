@@ -51,8 +51,7 @@ func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 	}
 	var oe *oidc.Error
 	if errors.As(err, &oe) && oe.RedirectURI != "" {
-		redirect := &oidc.Redirect{URI: oe.RedirectURI, Error: oe.Code, State: oe.State, Issuer: s.oidc.Issuer()}
-		http.Redirect(w, r, redirect.URL(), http.StatusFound)
+		s.answerClient(w, r, oe.Redirect(s.oidc.Issuer()))
 		return
 	}
 	if f.Code == oidc.ErrInvalidClient {
@@ -131,7 +130,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		})
 	case step.Redirect != nil:
 		s.setLoginCookie(w, id, "", -1) // the login is over
-		http.Redirect(w, r, step.Redirect.URL(), http.StatusFound)
+		s.answerClient(w, r, step.Redirect)
 	default:
 		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes)})
 	}

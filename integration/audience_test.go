@@ -30,7 +30,7 @@ func TestOIDCScopesAndResources(t *testing.T) {
 			{plain, "openid orders:read"},
 			{shop, "openid orders:read admin"},
 		} {
-			expectOAuthError(t, e.do(t, "GET", e.authURL(tc.c, "scope", tc.scope), nil), http.StatusBadRequest, "invalid_scope")
+			expectRedirectedError(t, e.do(t, "GET", e.authURL(tc.c, "scope", tc.scope), nil), tc.c.redirects[0], "invalid_scope")
 		}
 		e.tokensFor(t, plain, e.subject("ann"), "openid offline_access")
 	})
@@ -47,10 +47,10 @@ func TestOIDCScopesAndResources(t *testing.T) {
 			{"with a fragment", shop, []string{"resource", ordersAPI + "#x"}},
 		} {
 			resp := e.do(t, "GET", e.authURL(tc.c, tc.params...), nil)
-			expectOAuthError(t, resp, http.StatusBadRequest, "invalid_target")
+			expectRedirectedError(t, resp, tc.c.redirects[0], "invalid_target")
 		}
 		two := e.authURL(shop, "resource", ordersAPI) + "&resource=" + url.QueryEscape("urn:example:reports")
-		expectOAuthError(t, e.do(t, "GET", two, nil), http.StatusBadRequest, "invalid_target")
+		expectRedirectedError(t, e.do(t, "GET", two, nil), shop.redirects[0], "invalid_target")
 	})
 
 	sub := e.subject("bob")

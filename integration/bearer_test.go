@@ -315,8 +315,8 @@ func rotateKeys(t *testing.T, e *env) string {
 	t.Helper()
 	resp := testserver.Do(t, "POST", "http://"+e.AdminAddr+"/palmgate/keys/rotate", nil).ExpectStatus(t, http.StatusOK)
 	active, _ := resp.Object(t)["active"].(map[string]any)
-	if str(active["ES256"]) == "" || str(active["RS256"]) == "" {
-		t.Fatalf("key rotation answered %s, want {\"active\":{\"ES256\":kid,\"RS256\":kid}}", resp.Body)
+	if str(active["ES256"]) == "" || str(active["RS256"]) == "" || str(active["EdDSA"]) == "" {
+		t.Fatalf("key rotation answered %s, want {\"active\":{\"ES256\":kid,\"EdDSA\":kid,\"RS256\":kid}}", resp.Body)
 	}
 	return str(active["ES256"])
 }
@@ -488,38 +488,51 @@ func expectChecked(t *testing.T, r *testserver.Response, tok tokenSet) {
 // sleepUntil sleeps until the wall clock reaches at.
 func sleepUntil(at time.Time) { time.Sleep(time.Until(at)) }
 
-// TestBearerExpiredToken checks the 30 s leeway on exp, then the refusal of an
-// expired token, with and without the verified-token cache.
+// TestBearerExpiredToken checks that the issuer's own tokens expire exactly: a
+// 2-second access token is admitted before its exp and refused 3 seconds after it
+// was issued (past its exp, well within the old 30 s leeway) by userinfo,
+// introspection, /oauth2/check and a local palmgate_bearer, with and without the
+// verified-token cache; a remote palmgate_bearer keeps its leeway (30 s by default,
+// `leeway 0` for none).
 func TestBearerExpiredToken(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
 	shop := newOIDCClient("shop", "")
 	site := "palmgate\n" + u.route("/api/*", "scope orders:read") + u.route("/nocache/*", "cache_size -1")
-	e := start(t, oidcOptions([]oidcClient{shop}, site, "access_token_ttl 1s"))
+	e := start(t, oidcOptions([]oidcClient{shop}, site, "access_token_ttl 2s"))
+	remote := "{\n\tadmin 127.0.0.1:{adminport}\n\tpersist_config off\n}\nhttp://127.0.0.1:{port} {\n" +
+		u.route("/lenient/*", "issuer "+e.URL+"/oauth2") + u.route("/exact/*", "issuer "+e.URL+"/oauth2", "leeway 0") + "}\n"
+	r := start(t, testserver.Options{Caddyfile: remote})
 	tok := e.tokensFor(t, shop, e.subject("alice"), "openid orders:read")
 	claims := jwtPart(t, tok.access, 1)
 	iat, _ := claims["iat"].(float64)
 	exp, _ := claims["exp"].(float64)
-	if exp-iat != 1 {
-		t.Fatalf("access token iat %v exp %v, want a lifetime of 1s (access_token_ttl 1s)", iat, exp)
+	if exp-iat != 2 {
+		t.Fatalf("access token iat %v exp %v, want a lifetime of 2s (access_token_ttl 2s)", iat, exp)
 	}
 	bearer := "Bearer " + tok.access
-	u.call(t, e, "GET", "/api/a", bearer).expectAdmitted(t, tok, bearer) // now cached
-
-	sleepUntil(time.Unix(int64(exp)+2, 0)) // expired, within the leeway
+	// Before exp, everywhere (and now cached where there is a cache).
 	u.call(t, e, "GET", "/api/a", bearer).expectAdmitted(t, tok, bearer)
 	u.call(t, e, "GET", "/nocache/a", bearer).expectAdmitted(t, tok, bearer)
+	u.call(t, r, "GET", "/lenient/a", bearer).expectAdmitted(t, tok, bearer)
+	u.call(t, r, "GET", "/exact/a", bearer).expectAdmitted(t, tok, bearer)
 	expectChecked(t, e.do(t, "GET", "/oauth2/check", nil, "Authorization", bearer), tok)
+	e.do(t, "GET", "/oauth2/userinfo", nil, "Authorization", bearer).ExpectStatus(t, http.StatusOK)
 	if m := e.introspect(t, shop, tok.access, true).ExpectStatus(t, http.StatusOK).Object(t); m["active"] != true {
-		t.Errorf("introspection within the leeway: %v, want active", m)
+		t.Fatalf("introspection before exp: %v, want active", m)
+	}
+	if time.Now().Unix() >= int64(exp) {
+		t.Fatalf("the checks before exp took until %v, past exp %v: the test proves nothing", time.Now(), exp)
 	}
 
-	sleepUntil(time.Unix(int64(iat)+32, 0)) // past exp + 30 s
+	sleepUntil(time.Unix(int64(iat)+3, 0)) // a second past exp
 	u.call(t, e, "GET", "/api/a", bearer).expectRefused(t, 401, "palmgate", "invalid_token", "")
 	u.call(t, e, "GET", "/nocache/a", bearer).expectRefused(t, 401, "palmgate", "invalid_token", "")
 	expectRefusal(t, e.do(t, "GET", "/oauth2/check", nil, "Authorization", bearer), 401, "palmgate", "invalid_token", "")
 	e.expectRevoked(t, tok.access) // userinfo: invalid_token
 	expectInactive(t, e.introspect(t, shop, tok.access, true))
+	u.call(t, r, "GET", "/exact/a", bearer).expectRefused(t, 401, "palmgate", "invalid_token", "")
+	u.call(t, r, "GET", "/lenient/a", bearer).expectAdmitted(t, tok, bearer) // remote: within its 30 s leeway
 	// A fresh token of the same server is admitted.
 	fresh := e.tokensFor(t, shop, e.subject("bob"), "openid orders:read")
 	u.call(t, e, "GET", "/nocache/b", "Bearer "+fresh.access).expectAdmitted(t, fresh, "Bearer "+fresh.access)

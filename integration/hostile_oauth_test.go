@@ -16,8 +16,9 @@ import (
 )
 
 // hostileAuthorizeCases are refused authorization requests and login pages:
-// each is a 400 (413 for a huge form) with the OAuth error body, never a
-// redirect, and stores nothing.
+// each is a 400 (413 for a huge form) with the OAuth error body and never a
+// redirect while the client or its redirect_uri is not known good, a 302 back to
+// that redirect_uri with the error once both are; none stores anything.
 func hostileAuthorizeCases(f *hostileFixture) []*hostileCase {
 	authz := func(params ...string) string { return strings.TrimPrefix(f.e.authURL(f.shop, params...), f.e.URL) }
 	valid := authz()
@@ -26,15 +27,24 @@ func hostileAuthorizeCases(f *hostileFixture) []*hostileCase {
 	get := func(name, target string, code string) *hostileCase {
 		return hx("authorize: "+name, "GET", target).oauth(400, code)
 	}
+	// back: refused once the client and its redirect_uri are valid, so sent back
+	// to that redirect_uri (and still nothing stored).
+	back := func(name, target string, code string) *hostileCase {
+		return hx("authorize: "+name, "GET", target).back(f.shop.redirects[0], code)
+	}
 	cases := []*hostileCase{}
 	for _, p := range []struct{ name, value string }{
 		{"client_id", f.shop.id}, {"redirect_uri", url.QueryEscape(f.shop.redirects[0])}, {"response_type", "code"},
 		{"scope", "openid"}, {"state", "again"}, {"nonce", "again"}, {"code_challenge_method", "S256"},
 	} {
-		cases = append(cases, get("duplicated "+p.name, valid+"&"+p.name+"="+p.value, "invalid_request"))
+		answer := back
+		if p.name == "client_id" || p.name == "redirect_uri" {
+			answer = get
+		}
+		cases = append(cases, answer("duplicated "+p.name, valid+"&"+p.name+"="+p.value, "invalid_request"))
 	}
 	cases = append(cases,
-		get("duplicated code_challenge", authz("code_challenge", pkce, "code_challenge_method", "S256")+"&code_challenge="+pkce, "invalid_request"),
+		back("duplicated code_challenge", authz("code_challenge", pkce, "code_challenge_method", "S256")+"&code_challenge="+pkce, "invalid_request"),
 		get("client_id twice, empty first", "/oauth2/authorize?client_id=&"+query, "invalid_request"),
 		get("no client_id", authz("client_id", ""), "invalid_request"),
 		get("unknown client_id", authz("client_id", "nobody"), "invalid_request"),
@@ -56,27 +66,27 @@ func hostileAuthorizeCases(f *hostileFixture) []*hostileCase {
 		get("redirect_uri with a NUL byte", authz("redirect_uri", f.shop.redirects[0]+"\x00"), "invalid_request"),
 		get("redirect_uri of the other client", authz("redirect_uri", f.other.redirects[0]), "invalid_request"),
 		get("SQL redirect_uri", authz("redirect_uri", hxSQL), "invalid_request"),
-		get("no response_type", authz("response_type", ""), "invalid_request"),
-		get("response_type token", authz("response_type", "token"), "unsupported_response_type"),
-		get("response_type CODE", authz("response_type", "CODE"), "unsupported_response_type"),
-		get("SQL response_type", authz("response_type", hxSQL), "unsupported_response_type"),
-		get("no scope", authz("scope", ""), "invalid_scope"),
-		get("script scope", authz("scope", hxScript), "invalid_scope"),
-		get("SQL scope", authz("scope", hxSQL), "invalid_scope"),
-		get("quoted scope", authz("scope", `openid "admin"`), "invalid_scope"),
-		get("backslash scope", authz("scope", `openid a\b`), "invalid_scope"),
-		get("NUL byte in scope", authz("scope", "openid admin\x00"), "invalid_scope"),
-		get("invalid UTF-8 scope", authz("scope", "openid \xff"), "invalid_scope"),
-		get("21 scopes", authz("scope", "openid"+strings.Repeat(" s", 20)), "invalid_scope"),
-		get("scope of 65 characters", authz("scope", "openid "+strings.Repeat("s", 65)), "invalid_scope"),
-		get("state of 501 characters", authz("state", strings.Repeat("s", 501)), "invalid_request"),
-		get("nonce of 501 characters", authz("nonce", strings.Repeat("n", 501)), "invalid_request"),
+		back("no response_type", authz("response_type", ""), "invalid_request"),
+		back("response_type token", authz("response_type", "token"), "unsupported_response_type"),
+		back("response_type CODE", authz("response_type", "CODE"), "unsupported_response_type"),
+		back("SQL response_type", authz("response_type", hxSQL), "unsupported_response_type"),
+		back("no scope", authz("scope", ""), "invalid_scope"),
+		back("script scope", authz("scope", hxScript), "invalid_scope"),
+		back("SQL scope", authz("scope", hxSQL), "invalid_scope"),
+		back("quoted scope", authz("scope", `openid "admin"`), "invalid_scope"),
+		back("backslash scope", authz("scope", `openid a\b`), "invalid_scope"),
+		back("NUL byte in scope", authz("scope", "openid admin\x00"), "invalid_scope"),
+		back("invalid UTF-8 scope", authz("scope", "openid \xff"), "invalid_scope"),
+		back("21 scopes", authz("scope", "openid"+strings.Repeat(" s", 20)), "invalid_scope"),
+		back("scope of 65 characters", authz("scope", "openid "+strings.Repeat("s", 65)), "invalid_scope"),
+		back("state of 501 characters", authz("state", strings.Repeat("s", 501)), "invalid_request"),
+		back("nonce of 501 characters", authz("nonce", strings.Repeat("n", 501)), "invalid_request"),
 		get("script state with an unknown client", authz("state", hxScript, "client_id", "nobody"), "invalid_request"),
-		get("code_challenge_method plain", authz("code_challenge", pkce, "code_challenge_method", "plain"), "invalid_request"),
-		get("code_challenge without a method", authz("code_challenge", pkce), "invalid_request"),
-		get("code_challenge_method without a challenge", authz("code_challenge_method", "S256"), "invalid_request"),
-		get("code_challenge of 42 characters", authz("code_challenge", pkce[1:], "code_challenge_method", "S256"), "invalid_request"),
-		get("script code_challenge", authz("code_challenge", hxScript+pkce, "code_challenge_method", "S256"), "invalid_request"),
+		back("code_challenge_method plain", authz("code_challenge", pkce, "code_challenge_method", "plain"), "invalid_request"),
+		back("code_challenge without a method", authz("code_challenge", pkce), "invalid_request"),
+		back("code_challenge_method without a challenge", authz("code_challenge_method", "S256"), "invalid_request"),
+		back("code_challenge of 42 characters", authz("code_challenge", pkce[1:], "code_challenge_method", "S256"), "invalid_request"),
+		back("script code_challenge", authz("code_challenge", hxScript+pkce, "code_challenge_method", "S256"), "invalid_request"),
 		get("prompt=none with an unknown client", authz("prompt", "none", "client_id", "nobody"), "invalid_request"),
 		hx("authorize: POST with a JSON body", "POST", "/oauth2/authorize").json(map[string]string{"client_id": f.shop.id}).oauth(400, "invalid_request"),
 		hx("authorize: POST without Content-Type", "POST", "/oauth2/authorize").typed("", query).oauth(400, "invalid_request"),

@@ -33,6 +33,7 @@ const (
 	hxOAuth             // the RFC 6749/6750 error body {"error","error_description"}
 	hxHTTP              // refused by Go's HTTP server before palmgate: status only
 	hxLookup            // 200 by contract: an unknown agent, registered:false
+	hxBack              // an authorization error sent back to the client: 302 to its redirect_uri
 )
 
 // hostileCase is one request of the catalogue and the answer it must get.
@@ -50,6 +51,7 @@ type hostileCase struct {
 	field     string // details.field of a /v1 error, when not ""
 	allow     string // the Allow header of a 405
 	challenge string // WWW-Authenticate must contain this ("=" prefix: must equal the rest)
+	redirect  string // the client's redirect_uri an hxBack error goes to
 }
 
 // hx starts a case; the methods below complete it.
@@ -112,6 +114,14 @@ func (c *hostileCase) notAllowed(allow string) *hostileCase {
 // oauth expects the RFC 6749 error body.
 func (c *hostileCase) oauth(status int, code string) *hostileCase {
 	c.status, c.shape, c.code = status, hxOAuth, code
+	return c
+}
+
+// back expects an authorization error sent back to the client: 302 to redirect
+// with error code (RFC 6749 4.1.2.1), after the client and redirect_uri were found
+// valid.
+func (c *hostileCase) back(redirect, code string) *hostileCase {
+	c.status, c.shape, c.code, c.redirect = http.StatusFound, hxBack, code, redirect
 	return c
 }
 
@@ -183,6 +193,20 @@ func (c *hostileCase) check(t *testing.T, r *testserver.Response) {
 	t.Helper()
 	if r.Status >= 500 {
 		t.Fatalf("%s: status %d: a server fault\nbody: %s", r.Request, r.Status, testserver.Snippet(r.Body))
+	}
+	if c.shape == hxBack {
+		if r.Status != http.StatusFound {
+			t.Errorf("%s: status %d, want 302 back to the client with error %s\nbody: %s", r.Request, r.Status, c.code, testserver.Snippet(r.Body))
+			return
+		}
+		q := callbackQuery(t, r.Header.Get("Location"), c.redirect)
+		if q.Get("error") != c.code || q.Get("error_description") == "" || q.Has("code") {
+			t.Errorf("%s: redirect query %v, want error %s with a description and no code", r.Request, q, c.code)
+		}
+		if len(q.Get("state")) > 500 {
+			t.Errorf("%s: a state of %d characters went back", r.Request, len(q.Get("state")))
+		}
+		return
 	}
 	if c.shape != hxLookup && (r.Status < 400 || r.Status > 499) {
 		t.Errorf("%s: status %d, want the 4xx %d\nheaders: %v\nbody: %s", r.Request, r.Status, c.status, r.Header, testserver.Snippet(r.Body))

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,14 +43,20 @@ var oauth2ProxyFlags = []string{
 	"--upstream={upstream}",
 }
 
+// oauth2ProxyBearerFlags are the flags docs/GATEWAYS.md adds for bearer mode: API
+// clients send palmgate access tokens (ES256, aud the issuer's base URL when asked
+// without `resource`) to oauth2-proxy directly.
+var oauth2ProxyBearerFlags = []string{
+	"--skip-jwt-bearer-tokens",
+	"--extra-jwt-issuers={issuer}/oauth2={issuer}",
+}
+
 // oauth2ProxyTestFlags are the test's own: plain HTTP on loopback, a cookie
 // refreshed after 2 s so that the test sees a refresh, no banner.
 var oauth2ProxyTestFlags = []string{
 	"--http-address={listen}",
 	"--cookie-secure=false",
 	"--cookie-refresh=2s",
-	"--skip-jwt-bearer-tokens",
-	"--extra-jwt-issuers={issuer}/oauth2={issuer}",
 }
 
 // headerEcho is the protected upstream: a page showing who oauth2-proxy says the
@@ -77,16 +85,12 @@ func (h *headerEcho) lastToken() string {
 	return h.tokens[len(h.tokens)-1]
 }
 
-// oauth2ProxyBearerWorks says whether oauth2-proxy's --skip-jwt-bearer-tokens can
-// take a palmgate access token by configuration. It cannot yet: oauth2-proxy
-// verifies bearer JWTs with the provider's id_token_signing_alg_values_supported
-// (palmgate lists RS256; access tokens are ES256), which issue 12 item 7 changes.
-const oauth2ProxyBearerWorks = false
-
 // TestRelyingPartyOAuth2Proxy puts oauth2-proxy v7 (integration/rp/oauth2proxy, its
 // own module) in front of an upstream with the flags of docs/GATEWAYS.md: a
 // browser logs in through it, the session refreshes, the access token it passes
-// works at userinfo, and its sign-out ends the login at palmgate.
+// works at userinfo, a palmgate access token is taken as a bearer token (bearer
+// mode: oauth2-proxy verifies it with the algorithms discovery lists, ES256 among
+// them), and its sign-out ends the login at palmgate.
 func TestRelyingPartyOAuth2Proxy(t *testing.T) {
 	t.Parallel()
 	tooltest.Chromium.Need(t)
@@ -104,7 +108,7 @@ func TestRelyingPartyOAuth2Proxy(t *testing.T) {
 	r := strings.NewReplacer("{issuer}", e.URL, "{secret}", c.secret, "{proxy}", proxy, "{upstream}", upstream.URL,
 		"{cookie_secret}", randHex(16), "{listen}", fmt.Sprintf("127.0.0.1:%d", port))
 	var args []string
-	for _, f := range append(append([]string{}, oauth2ProxyFlags...), oauth2ProxyTestFlags...) {
+	for _, f := range slices.Concat(oauth2ProxyFlags, oauth2ProxyBearerFlags, oauth2ProxyTestFlags) {
 		if f == "--cookie-refresh=1m" {
 			continue // the test's 2s instead
 		}
@@ -136,18 +140,25 @@ func TestRelyingPartyOAuth2Proxy(t *testing.T) {
 	e.expectUserinfo(t, refreshed, sub)
 
 	t.Run("bearer mode", func(t *testing.T) {
-		if !oauth2ProxyBearerWorks {
-			t.Skip("needs issue 12 item 7: oauth2-proxy's --skip-jwt-bearer-tokens refuses palmgate's ES256 access tokens (discovery lists RS256 only)")
+		bearerCall := func(token string) (int, string) {
+			req, _ := http.NewRequest("GET", proxy+"/", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
 		}
-		req, _ := http.NewRequest("GET", proxy+"/", nil)
-		req.Header.Set("Authorization", "Bearer "+refreshed)
-		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-		if err != nil {
-			t.Fatal(err)
+		// A fresh access token of another login, never seen by oauth2-proxy's session.
+		api := e.tokensFor(t, c, e.subject("api-client"), "openid")
+		status, body := bearerCall(api.access)
+		if status != http.StatusOK || !strings.Contains(body, "user "+api.sub) {
+			t.Errorf("a palmgate access token as bearer at oauth2-proxy: status %d body %q, want 200 from the upstream for user %s\n%s", status, body, api.sub, p.String())
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("a palmgate access token as bearer at oauth2-proxy: status %d, want 200 from the upstream", resp.StatusCode)
+		if status, _ := bearerCall(tamper(api.access)); status == http.StatusOK {
+			t.Errorf("a tampered access token as bearer at oauth2-proxy: status 200, want a refusal")
 		}
 	})
 
@@ -198,7 +209,7 @@ var gatewaysDocValues = strings.NewReplacer(
 	"{cookie_secret}", "$OAUTH2_PROXY_COOKIE_SECRET")
 
 // expectGatewaysDoc checks that docs/GATEWAYS.md gives every flag of
-// oauth2ProxyFlags (with gatewaysDocValues; a value with a space, `?`, `*`, `$`
+// oauth2ProxyFlags and oauth2ProxyBearerFlags (with gatewaysDocValues; a value with a space, `?`, `*`, `$`
 // or a brace in double quotes), so that the documented command is the tested one.
 func expectGatewaysDoc(t *testing.T) {
 	t.Helper()
@@ -207,7 +218,7 @@ func expectGatewaysDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	for _, f := range oauth2ProxyFlags {
+	for _, f := range slices.Concat(oauth2ProxyFlags, oauth2ProxyBearerFlags) {
 		f = gatewaysDocValues.Replace(f)
 		if name, value, ok := strings.Cut(f, "="); ok && strings.ContainsAny(value, " ?*${") {
 			f = name + `="` + value + `"`

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"html"
 	"image/png"
@@ -48,7 +49,7 @@ func TestOIDCRelyingParty(t *testing.T) {
 			d.Userinfo != iss+"/userinfo" || d.JWKS != iss+"/jwks" {
 			t.Errorf("discovery endpoints %+v %+v, want them under %s", d, ep, iss)
 		}
-		if strings.Join(d.Subjects, ",") != "pairwise" || strings.Join(d.IDTokenAlgs, ",") != "RS256" ||
+		if strings.Join(d.Subjects, ",") != "pairwise" || strings.Join(d.IDTokenAlgs, ",") != "RS256,ES256,EdDSA" ||
 			strings.Join(d.PKCEMethods, ",") != "S256" || strings.Join(d.ResponseType, ",") != "code" ||
 			strings.Join(d.AuthMethods, ",") != "client_secret_post,client_secret_basic" ||
 			strings.Join(d.GrantTypes, ",") != "authorization_code,refresh_token" {
@@ -63,8 +64,8 @@ func TestOIDCRelyingParty(t *testing.T) {
 				t.Errorf("JWKS key %v: want a kid and no private part", jwk)
 			}
 		}
-		if !algs["RS256"] || !algs["ES256"] {
-			t.Errorf("JWKS algorithms %v, want RS256 and ES256 keys", algs)
+		if !algs["RS256"] || !algs["ES256"] || !algs["EdDSA"] {
+			t.Errorf("JWKS algorithms %v, want RS256, ES256 and EdDSA keys", algs)
 		}
 	})
 
@@ -337,5 +338,54 @@ func TestOIDCPairwiseSubjects(t *testing.T) {
 	}
 	if got := signIn(t, shop, bob).sub; got != bobShop.sub {
 		t.Errorf("bob at shop after a restart: sub %q, want %q", got, bobShop.sub)
+	}
+}
+
+// TestOIDCIDTokenAlgorithms: a client's id_token_signed_response_alg picks the
+// algorithm of its ID tokens, from the code and from a refresh; go-oidc verifies
+// each with the JWKS, with the provider's advertised algorithms and pinned to the
+// one picked (and a verifier pinned to another algorithm refuses it). Access tokens
+// stay ES256.
+func TestOIDCIDTokenAlgorithms(t *testing.T) {
+	t.Parallel()
+	var clients []oidcClient
+	for _, alg := range []string{"", "RS256", "ES256", "EdDSA"} {
+		c := newOIDCClient("app"+strings.ToLower(alg), "")
+		c.idTokenAlg = alg
+		clients = append(clients, c)
+	}
+	e := startOIDC(t, clients)
+	for _, c := range clients {
+		alg := cmp.Or(c.idTokenAlg, "RS256")
+		t.Run(cmp.Or(c.idTokenAlg, "default"), func(t *testing.T) {
+			t.Parallel()
+			rp := newRelyingParty(t, e, c, oauth2.AuthStyleInParams, oidc.ScopeOpenID, oidc.ScopeOfflineAccess)
+			l := rp.login(t, e, e.subject("alice"))
+			tok, err := rp.conf.Exchange(rp.ctx, l.code, oauth2.VerifierOption(l.verifier))
+			if err != nil {
+				t.Fatalf("Exchange: %v", err)
+			}
+			idt, claims := rp.verifyIDToken(t, tok, l.nonce, l.scanned) // checks the header's alg
+			raw, _ := tok.Extra("id_token").(string)
+			pinned := rp.provider.Verifier(&oidc.Config{ClientID: c.id, SupportedSigningAlgs: []string{alg}})
+			if _, err := pinned.Verify(rp.ctx, raw); err != nil {
+				t.Errorf("go-oidc pinned to %s: %v", alg, err)
+			}
+			other := map[string]string{"RS256": "ES256", "ES256": "EdDSA", "EdDSA": "RS256"}[alg]
+			if _, err := rp.provider.Verifier(&oidc.Config{ClientID: c.id, SupportedSigningAlgs: []string{other}}).Verify(rp.ctx, raw); err == nil {
+				t.Errorf("go-oidc pinned to %s accepted a %s ID token", other, alg)
+			}
+			if h := jwtPart(t, tok.AccessToken, 0); h["alg"] != "ES256" {
+				t.Errorf("access token alg %v, want ES256", h["alg"])
+			}
+			rp.expectAccessToken(t, e, tok.AccessToken, idt.Subject, claims.SID, "offline_access openid")
+			next, err := rp.forceRefresh(tok.RefreshToken)
+			if err != nil {
+				t.Fatalf("refresh: %v", err)
+			}
+			if rid, _ := rp.verifyIDToken(t, next, "", time.Unix(claims.AuthTime, 0)); rid.Subject != idt.Subject {
+				t.Errorf("refreshed ID token sub %q, want %q", rid.Subject, idt.Subject)
+			}
+		})
 	}
 }

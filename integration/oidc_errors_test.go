@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -12,16 +13,20 @@ import (
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
-// TestOIDCAuthorizeErrors covers the refusals of /oauth2/authorize: 400 JSON
-// and never a redirect, except prompt=none, which goes back to the client.
+// TestOIDCAuthorizeErrors covers the refusals of /oauth2/authorize. A request
+// whose client or redirect_uri is unknown, missing or repeated is a 400 and never
+// a redirect; once both are valid, every refusal goes back to the redirect_uri
+// (RFC 6749 4.1.2.1, OIDC Core 3.1.2.6) with error, error_description, the state
+// (dropped when it is longer than 500 characters or repeated) and iss (RFC 9207).
 func TestOIDCAuthorizeErrors(t *testing.T) {
 	t.Parallel()
 	c := newOIDCClient("shop", "")
 	e := startOIDC(t, []oidcClient{c})
-	valid := func(params ...string) string { return e.authURL(c, params...) }
+	valid := func(params ...string) string { return e.authURL(c, append([]string{"state", "st-1"}, params...)...) }
 	iss := e.URL + "/oauth2" // RFC 9207: every authorization response names it
 	challenge := strings.Repeat("a", 43)
 
+	// Never a redirect: the client or its redirect_uri is not known good.
 	cases := []struct {
 		name   string
 		url    string
@@ -36,25 +41,12 @@ func TestOIDCAuthorizeErrors(t *testing.T) {
 		{"redirect_uri with an extra query", valid("redirect_uri", c.redirects[0]+"?x=1"), 400, "invalid_request"},
 		{"redirect_uri in another case", valid("redirect_uri", strings.ToUpper(c.redirects[0])), 400, "invalid_request"},
 		{"redirect_uri of another scheme", valid("redirect_uri", strings.Replace(c.redirects[0], "https:", "http:", 1)), 400, "invalid_request"},
-		{"missing response_type", valid("response_type", ""), 400, "invalid_request"},
-		{"response_type token", valid("response_type", "token"), 400, "unsupported_response_type"},
-		{"response_type code id_token", valid("response_type", "code id_token"), 400, "unsupported_response_type"},
-		{"missing scope", valid("scope", ""), 400, "invalid_scope"},
-		{"scope without openid", valid("scope", "profile offline_access"), 400, "invalid_scope"},
-		{"scope with an invalid character", valid("scope", `openid "quoted"`), 400, "invalid_scope"},
-		{"state of 501 characters", valid("state", strings.Repeat("s", 501)), 400, "invalid_request"},
-		{"nonce of 501 characters", valid("nonce", strings.Repeat("n", 501)), 400, "invalid_request"},
 		{"duplicated client_id", valid() + "&client_id=" + c.id, 400, "invalid_request"},
-		{"duplicated state", valid() + "&state=again", 400, "invalid_request"},
 		{"duplicated redirect_uri", valid() + "&redirect_uri=" + url.QueryEscape(c.redirects[0]), 400, "invalid_request"},
-		{"code_challenge_method plain", valid("code_challenge", challenge, "code_challenge_method", "plain"), 400, "invalid_request"},
-		{"code_challenge without a method", valid("code_challenge", challenge), 400, "invalid_request"},
-		{"code_challenge_method without a challenge", valid("code_challenge_method", "S256"), 400, "invalid_request"},
-		{"code_challenge of 42 characters", valid("code_challenge", challenge[1:], "code_challenge_method", "S256"), 400, "invalid_request"},
-		{"code_challenge of 129 characters", valid("code_challenge", strings.Repeat("a", 129), "code_challenge_method", "S256"), 400, "invalid_request"},
-		{"code_challenge with padding", valid("code_challenge", challenge+"=", "code_challenge_method", "S256"), 400, "invalid_request"},
 		{"prompt=none with an unknown client", valid("prompt", "none", "client_id", "nobody"), 400, "invalid_request"},
 		{"prompt=none with an unregistered redirect_uri", valid("prompt", "none", "redirect_uri", "https://evil.example/cb"), 400, "invalid_request"},
+		{"form_post with an unregistered redirect_uri", valid("response_mode", "form_post", "redirect_uri", "https://evil.example/cb"), 400, "invalid_request"},
+		{"bad scope with an unknown client", valid("scope", "profile", "client_id", "nobody"), 400, "invalid_request"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,48 +71,88 @@ func TestOIDCAuthorizeErrors(t *testing.T) {
 		}
 	})
 
-	// The accepted limits and the requests that go back to the client.
-	redirects := []struct {
+	// Back to the client: 302 to the redirect_uri with the error.
+	refusals := []struct {
 		name     string
 		url      string
-		redirect string
-		want     url.Values // nil: the 302 goes to the login page
+		redirect string // the redirect_uri; "" means c.redirects[0]
+		code     string
+		state    string // the state that goes back; "-" for none
 	}{
-		{"state of 500 characters", valid("state", strings.Repeat("s", 500)), "", nil},
-		{"unknown parameters are ignored", valid("display", "page", "ui_locales", "fr", "foo", "bar"), "", nil},
-		{"S256 challenge of 128 characters", valid("code_challenge", strings.Repeat("a", 128), "code_challenge_method", "S256"), "", nil},
-		{"POST form", "", "", nil},
-		{"prompt=none", valid("prompt", "none", "state", "xyz"), c.redirects[0], url.Values{"error": {"login_required"}, "state": {"xyz"}, "iss": {iss}}},
-		{"prompt=none at a redirect_uri with a query", valid("prompt", "none", "state", "q1", "redirect_uri", c.redirects[1]), c.redirects[1], url.Values{"error": {"login_required"}, "state": {"q1"}, "iss": {iss}}},
-		{"prompt=none without state", valid("prompt", "none", "state", ""), c.redirects[0], url.Values{"error": {"login_required"}, "iss": {iss}}},
+		{"missing response_type", valid("response_type", ""), "", "invalid_request", "st-1"},
+		{"response_type token", valid("response_type", "token"), "", "unsupported_response_type", "st-1"},
+		{"response_type code id_token", valid("response_type", "code id_token"), "", "unsupported_response_type", "st-1"},
+		{"missing scope", valid("scope", ""), "", "invalid_scope", "st-1"},
+		{"scope without openid", valid("scope", "profile offline_access"), "", "invalid_scope", "st-1"},
+		{"scope not allowed for the client", valid("scope", "openid admin"), "", "invalid_scope", "st-1"},
+		{"scope with an invalid character", valid("scope", `openid "quoted"`), "", "invalid_scope", "st-1"},
+		{"resource not allowed", valid("resource", "https://api.example"), "", "invalid_target", "st-1"},
+		{"state of 501 characters: refused, not echoed", valid("state", strings.Repeat("s", 501)), "", "invalid_request", "-"},
+		{"duplicated state: refused, not echoed", valid() + "&state=again", "", "invalid_request", "-"},
+		{"nonce of 501 characters", valid("nonce", strings.Repeat("n", 501)), "", "invalid_request", "st-1"},
+		{"duplicated scope", valid() + "&scope=openid", "", "invalid_request", "st-1"},
+		{"code_challenge_method plain", valid("code_challenge", challenge, "code_challenge_method", "plain"), "", "invalid_request", "st-1"},
+		{"code_challenge without a method", valid("code_challenge", challenge), "", "invalid_request", "st-1"},
+		{"code_challenge_method without a challenge", valid("code_challenge_method", "S256"), "", "invalid_request", "st-1"},
+		{"code_challenge of 42 characters", valid("code_challenge", challenge[1:], "code_challenge_method", "S256"), "", "invalid_request", "st-1"},
+		{"code_challenge of 129 characters", valid("code_challenge", strings.Repeat("a", 129), "code_challenge_method", "S256"), "", "invalid_request", "st-1"},
+		{"code_challenge with padding", valid("code_challenge", challenge+"=", "code_challenge_method", "S256"), "", "invalid_request", "st-1"},
+		{"prompt=none", valid("prompt", "none", "state", "xyz"), "", "login_required", "xyz"},
+		{"prompt=none at a redirect_uri with a query", valid("prompt", "none", "state", "q1", "redirect_uri", c.redirects[1]), c.redirects[1], "login_required", "q1"},
+		{"prompt=none without state", valid("prompt", "none", "state", ""), "", "login_required", "-"},
+		{"prompt=none with login", valid("prompt", "none login"), "", "invalid_request", "st-1"},
+		{"prompt unknown", valid("prompt", "sideways"), "", "invalid_request", "st-1"},
+		{"max_age not a number", valid("max_age", "soon"), "", "invalid_request", "st-1"},
+		{"response_mode fragment", valid("response_mode", "fragment"), "", "invalid_request", "st-1"},
+		{"response_mode unknown", valid("response_mode", "web_message"), "", "invalid_request", "st-1"},
 		// OIDC Core 6: request objects are refused, not ignored.
-		{"request object", valid("request", "eyJhbGciOiJub25lIn0.e30.", "state", "r1"), c.redirects[0], url.Values{"error": {"request_not_supported"}, "state": {"r1"}, "iss": {iss}}},
-		{"request_uri", valid("request_uri", "https://app.example/r.jwt", "state", "r2"), c.redirects[0], url.Values{"error": {"request_uri_not_supported"}, "state": {"r2"}, "iss": {iss}}},
+		{"request object", valid("request", "eyJhbGciOiJub25lIn0.e30.", "state", "r1"), "", "request_not_supported", "r1"},
+		{"request_uri", valid("request_uri", "https://app.example/r.jwt", "state", "r2"), "", "request_uri_not_supported", "r2"},
 	}
-	for _, tc := range redirects {
+	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if tc.url == "" { // POST form
-				u := valid()
-				resp := e.do(t, "POST", "/oauth2/authorize", strings.SplitN(u, "?", 2)[1], "Content-Type", "application/x-www-form-urlencoded")
-				if !strings.HasPrefix(resp.Header.Get("Location"), e.URL+"/oauth2/verify?auth_request_id=") || resp.Status != http.StatusFound {
-					t.Errorf("%s: %d Location %q, want 302 to the login page", resp.Request, resp.Status, resp.Header.Get("Location"))
-				}
-				return
-			}
-			if tc.want == nil {
-				e.loginPageJSON(t, e.authorize(t, tc.url))
-				return
-			}
+			redirect := cmp.Or(tc.redirect, c.redirects[0])
 			resp := e.do(t, "GET", tc.url, nil)
 			if resp.Status != http.StatusFound {
 				t.Fatalf("%s: status %d, want 302 to the client\nbody: %s", resp.Request, resp.Status, resp.Body)
 			}
-			if q := callbackQuery(t, resp.Header.Get("Location"), tc.redirect); q.Encode() != tc.want.Encode() {
-				t.Errorf("%s: redirect query %v, want %v", resp.Request, q, tc.want)
+			q := callbackQuery(t, resp.Header.Get("Location"), redirect)
+			want := url.Values{"error": {tc.code}, "iss": {iss}}
+			if tc.state != "-" {
+				want.Set("state", tc.state)
+			}
+			if q.Get("error_description") == "" {
+				t.Errorf("%s: redirect query %v has no error_description", resp.Request, q)
+			}
+			q.Del("error_description")
+			if q.Encode() != want.Encode() {
+				t.Errorf("%s: redirect query %v, want %v (and error_description)", resp.Request, q, want)
 			}
 		})
 	}
+
+	// Accepted: the 302 goes to the login page.
+	for _, tc := range []struct{ name, url string }{
+		{"state of 500 characters", valid("state", strings.Repeat("s", 500))},
+		{"unknown parameters are ignored", valid("display", "page", "ui_locales", "fr", "foo", "bar")},
+		{"S256 challenge of 128 characters", valid("code_challenge", strings.Repeat("a", 128), "code_challenge_method", "S256")},
+		{"max_age and prompt login consent", valid("max_age", "0", "prompt", "login consent")},
+		{"response_mode query", valid("response_mode", "query")},
+		{"response_mode form_post", valid("response_mode", "form_post")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e.loginPageJSON(t, e.authorize(t, tc.url))
+		})
+	}
+	t.Run("POST form", func(t *testing.T) {
+		t.Parallel()
+		resp := e.do(t, "POST", "/oauth2/authorize", strings.SplitN(valid(), "?", 2)[1], "Content-Type", "application/x-www-form-urlencoded")
+		if !strings.HasPrefix(resp.Header.Get("Location"), e.URL+"/oauth2/verify?auth_request_id=") || resp.Status != http.StatusFound {
+			t.Errorf("%s: %d Location %q, want 302 to the login page", resp.Request, resp.Status, resp.Header.Get("Location"))
+		}
+	})
 }
 
 // TestOIDCLoginPageErrors covers the login page's refusals and the denied
@@ -151,8 +183,12 @@ func TestOIDCLoginPageErrors(t *testing.T) {
 			t.Errorf("login page status %q after deny (%s), want denied", got, resp.Body)
 		}
 		q := e.finish(t, id, c.redirects[0])
+		if q.Get("error_description") == "" {
+			t.Errorf("denied login: callback query %v has no error_description", q)
+		}
+		q.Del("error_description")
 		if q.Encode() != (url.Values{"error": {"access_denied"}, "state": {"deny-me"}, "iss": {e.URL + "/oauth2"}}).Encode() {
-			t.Errorf("denied login: callback query %v, want error=access_denied&state=deny-me", q)
+			t.Errorf("denied login: callback query %v, want error=access_denied&state=deny-me&iss (and error_description)", q)
 		}
 		expectOAuthError(t, e.do(t, "GET", e.verifyURL(id), nil, "Accept", "application/json"), http.StatusBadRequest, "invalid_request")
 	})
@@ -473,4 +509,18 @@ func TestOIDCUserinfoErrors(t *testing.T) {
 	})
 	// 403 insufficient_scope is not covered: every authorization request and
 	// every refresh must include openid, so no token without it can be had.
+}
+
+// expectRedirectedError checks that resp sends an authorization error back to the
+// client: 302 to redirectURI with error code, an error_description and iss.
+func expectRedirectedError(t *testing.T, resp *testserver.Response, redirectURI, code string) url.Values {
+	t.Helper()
+	if resp.Status != http.StatusFound {
+		t.Fatalf("%s: status %d, want 302 to the client with error %s\nbody: %s", resp.Request, resp.Status, code, resp.Body)
+	}
+	q := callbackQuery(t, resp.Header.Get("Location"), redirectURI)
+	if q.Get("error") != code || q.Get("error_description") == "" || q.Get("iss") == "" || q.Has("code") {
+		t.Errorf("%s: redirect query %v, want error %s with error_description and iss, and no code", resp.Request, q, code)
+	}
+	return q
 }

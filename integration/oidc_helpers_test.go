@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -41,6 +42,8 @@ type oidcClient struct {
 	secretHash string
 	// postLogout are its post_logout_redirect_uri lines.
 	postLogout []string
+	// idTokenAlg, when set, is its id_token_signed_response_alg (else RS256).
+	idTokenAlg string
 }
 
 // testScopes are the scopes newOIDCClient's clients may ask for.
@@ -80,6 +83,9 @@ func (c oidcClient) config() string {
 	}
 	if c.sector != "" {
 		fmt.Fprintf(&b, "sector %s\n", c.sector)
+	}
+	if c.idTokenAlg != "" {
+		fmt.Fprintf(&b, "id_token_signed_response_alg %s\n", c.idTokenAlg)
 	}
 	b.WriteString("}\n")
 	return b.String()
@@ -449,8 +455,8 @@ func (rp *relyingParty) verifyIDToken(t *testing.T, tok *oauth2.Token, nonce str
 	if err := idt.Claims(&c); err != nil {
 		t.Fatal(err)
 	}
-	if h := jwtPart(t, raw, 0); h["alg"] != "RS256" || str(h["kid"]) == "" {
-		t.Errorf("ID token header %v, want alg RS256 and a kid", h)
+	if h, want := jwtPart(t, raw, 0), cmp.Or(rp.client.idTokenAlg, "RS256"); h["alg"] != want || str(h["kid"]) == "" {
+		t.Errorf("ID token header %v, want alg %s and a kid", h, want)
 	}
 	if idt.Issuer != rp.issuer {
 		t.Errorf("ID token iss %q, want %q", idt.Issuer, rp.issuer)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -218,17 +219,28 @@ func TestRelyingPartyOpenIDClient(t *testing.T) {
 }
 
 // TestRelyingPartyZitadel: github.com/zitadel/oidc/v3's rp package
-// (integration/rp/zitadel, its own module).
+// (integration/rp/zitadel, its own module), with the client's ID tokens in each
+// algorithm palmgate offers (id_token_signed_response_alg): zitadel verifies them
+// with rp.WithSigningAlgsFromDiscovery.
 func TestRelyingPartyZitadel(t *testing.T) {
 	t.Parallel()
 	tooltest.Chromium.Need(t)
 	bin := tooltest.ZitadelRP.Need(t, "..")
-	port := testserver.FreePort(t)
-	c := rpClient(port)
-	e := startOIDC(t, []oidcClient{c})
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "ISSUER="+e.URL+"/oauth2", "CLIENT_ID="+c.id, "CLIENT_SECRET="+c.secret, fmt.Sprintf("PORT=%d", port))
-	exerciseRP(t, e, c, startRP(t, cmd))
+	for _, alg := range []string{"", "ES256", "EdDSA"} {
+		t.Run(cmp.Or(alg, "RS256 (default)"), func(t *testing.T) {
+			port := testserver.FreePort(t)
+			c := rpClient(port)
+			c.idTokenAlg = alg
+			e := startOIDC(t, []oidcClient{c})
+			cmd := exec.Command(bin)
+			cmd.Env = append(os.Environ(), "ISSUER="+e.URL+"/oauth2", "CLIENT_ID="+c.id, "CLIENT_SECRET="+c.secret, fmt.Sprintf("PORT=%d", port))
+			rp := startRP(t, cmd)
+			exerciseRP(t, e, c, rp)
+			if h := jwtPart(t, str(rp.get(t, "/tokens", http.StatusOK)["id_token"]), 0); h["alg"] != cmp.Or(alg, "RS256") {
+				t.Errorf("the ID token zitadel verified has alg %v, want %s", h["alg"], cmp.Or(alg, "RS256"))
+			}
+		})
+	}
 }
 
 var npmOnce struct {

@@ -32,7 +32,8 @@ func (d *Demo) discover(ctx context.Context) (*oidc.Provider, *oidc.IDTokenVerif
 	if err != nil {
 		return nil, nil, fmt.Errorf("OpenID discovery at %s/.well-known/openid-configuration: %w", issuer, err)
 	}
-	// Pin RS256, the ID token algorithm palmgate announces; never trust the header.
+	// Pin RS256, the algorithm of the demo client's ID tokens (its block sets no
+	// id_token_signed_response_alg); never trust the header.
 	disc.provider = p
 	disc.verifier = p.Verifier(&oidc.Config{ClientID: d.oauth.ClientID, SupportedSigningAlgs: []string{oidc.RS256}})
 	return disc.provider, disc.verifier, nil

@@ -33,7 +33,11 @@ import (
 // TokenType is the `typ` of access tokens (RFC 9068).
 const TokenType = "at+jwt"
 
-// Leeway tolerates small clock differences on exp, nbf and iat.
+// Leeway is the default tolerance on exp of a remote issuer's tokens (palmgate_bearer
+// `leeway`), the tolerance on iat and nbf of every token (a token is not refused for
+// being issued "in the future" by a clock a little ahead), and the margin by which
+// records about tokens outlive them. The issuer's own tokens have none on exp (see
+// Config.Leeway).
 const Leeway = 30 * time.Second
 
 // ErrInvalidToken is returned (wrapped) for every token that must be refused.
@@ -88,6 +92,13 @@ type Config struct {
 	Keys KeySource
 	// Revocations may be nil (a remote resource server cannot see them).
 	Revocations Revocations
+	// Leeway is how long past its exp a token is still admitted. Zero for the
+	// issuer's own tokens: they are checked on the clock that signed them (or, with
+	// several instances, on clocks NTP keeps within milliseconds of it), and exp is
+	// rounded down to the second at signing, so a token never outlives its TTL.
+	// A remote resource server runs on another machine's clock: palmgate_bearer
+	// gives it Leeway by default.
+	Leeway time.Duration
 	// CacheSize bounds the verified-token cache; 0 means DefaultCacheSize, below 0 none.
 	CacheSize int
 	// Now is the clock; nil means time.Now.
@@ -106,6 +117,7 @@ type Verifier struct {
 	cache       *cache
 	now         func() time.Time
 	acceptHighS bool // keys of a remote issuer, which may sign high-s
+	leeway      time.Duration
 }
 
 // NewVerifier builds a verifier.
@@ -124,9 +136,10 @@ func NewVerifier(cfg Config) *Verifier {
 		algorithm:   cfg.Algorithm,
 		keys:        cfg.Keys,
 		revocations: cfg.Revocations,
-		cache:       newCache(size),
+		cache:       newCache(size, max(cfg.Leeway, 0)),
 		now:         now,
 		acceptHighS: remote,
+		leeway:      max(cfg.Leeway, 0),
 	}
 }
 
@@ -202,7 +215,9 @@ func (v *Verifier) cacheKey(token string) string {
 
 // NewParser returns the parser of palmgate's tokens, built once per use: alg pinned,
 // strict base64url (a signature segment with stray bits is another string of the
-// token), issuer, exp required, iat checked, the leeway and the clock.
+// token), issuer, exp required, iat checked, the leeway and the clock. Its leeway
+// (Leeway) is that of iat and nbf; a verifier whose leeway on exp is smaller checks
+// exp again itself (Verifier.verify).
 func NewParser(issuer, alg string, now func() time.Time) *jwt.Parser {
 	return jwt.NewParser(
 		jwt.WithValidMethods([]string{alg}),
@@ -268,5 +283,14 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 	if claims.Subject == "" || claims.ExpiresAt == nil || claims.GrantID == "" {
 		return nil, fmt.Errorf("%w: sub, exp and sid are required", ErrInvalidToken)
 	}
+	if !live(&claims, v.now(), v.leeway) {
+		return nil, fmt.Errorf("%w: the token expired at %s", ErrInvalidToken, claims.ExpiresAt.UTC().Format(time.RFC3339))
+	}
 	return &claims, nil
+}
+
+// live reports whether a token with claims is admitted at now: before its exp plus
+// leeway (exp is the first second at which it is no longer valid, RFC 7519 4.1.4).
+func live(claims *Claims, now time.Time, leeway time.Duration) bool {
+	return now.Before(claims.ExpiresAt.Time.Add(leeway))
 }

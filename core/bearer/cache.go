@@ -18,13 +18,14 @@ type cache struct {
 	mu      sync.RWMutex
 	max     int
 	entries map[[sha256.Size]byte]*Claims
+	leeway  time.Duration // the verifier's, on exp
 }
 
-func newCache(max int) *cache {
+func newCache(max int, leeway time.Duration) *cache {
 	if max < 0 {
 		max = 0
 	}
-	return &cache{max: max, entries: make(map[[sha256.Size]byte]*Claims, min(max, 1024))}
+	return &cache{max: max, leeway: leeway, entries: make(map[[sha256.Size]byte]*Claims, min(max, 1024))}
 }
 
 func (c *cache) get(token string, now time.Time) (*Claims, bool) {
@@ -35,7 +36,7 @@ func (c *cache) get(token string, now time.Time) (*Claims, bool) {
 	c.mu.RLock()
 	claims, ok := c.entries[key]
 	c.mu.RUnlock()
-	if !ok || !now.Before(claims.ExpiresAt.Time.Add(Leeway)) {
+	if !ok || !live(claims, now, c.leeway) {
 		return nil, false
 	}
 	return claims, true
@@ -58,7 +59,7 @@ func (c *cache) put(token string, claims *Claims, now time.Time) {
 // entries (map order is random). Called with the lock held.
 func (c *cache) evict(now time.Time) {
 	for k, v := range c.entries {
-		if !now.Before(v.ExpiresAt.Time.Add(Leeway)) {
+		if !live(v, now, c.leeway) {
 			delete(c.entries, k)
 		}
 	}

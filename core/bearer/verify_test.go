@@ -3,6 +3,7 @@ package bearer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,5 +64,58 @@ func TestVerifyEveryCheck(t *testing.T) {
 				t.Errorf("VerifyFor = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestVerifyExpiry: without a leeway (the issuer's own tokens) a token is refused
+// from the second its exp names, also when it was cached before; with one (a remote
+// issuer) it is admitted until exp + leeway.
+func TestVerifyExpiry(t *testing.T) {
+	ctx := context.Background()
+	f := newTokenFixture(t, "https://id.example.test/oauth2")
+	f.now = f.now.Truncate(time.Second)
+	exp := f.now.Add(2 * time.Second)
+	token, err := f.set.Sign(keys.ES256, TokenType, Claims{
+		RegisteredClaims: jwt.RegisteredClaims{Issuer: f.issuer, Subject: "sub", IssuedAt: jwt.NewNumericDate(f.now), ExpiresAt: jwt.NewNumericDate(exp)},
+		GrantID:          "grant-1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		leeway time.Duration
+		at     time.Duration // after exp
+		ok     bool
+	}{
+		{"own, a second before exp", 0, -time.Second, true},
+		{"own, a millisecond before exp", 0, -time.Millisecond, true},
+		{"own, at exp", 0, 0, false},
+		{"own, a second past exp", 0, time.Second, false},
+		{"remote, a second past exp", 30 * time.Second, time.Second, true},
+		{"remote, just within the leeway", 30 * time.Second, 30*time.Second - time.Millisecond, true},
+		{"remote, past the leeway", 30 * time.Second, 30 * time.Second, false},
+	} {
+		for _, cached := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, cached %v", tc.name, cached), func(t *testing.T) {
+				now := f.now
+				size := -1
+				if cached {
+					size = 10
+				}
+				v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Leeway: tc.leeway, CacheSize: size, Now: func() time.Time { return now }})
+				if _, err := v.Verify(ctx, token); err != nil {
+					t.Fatalf("fresh token refused: %v", err)
+				}
+				now = exp.Add(tc.at)
+				_, err := v.Verify(ctx, token)
+				if tc.ok && err != nil {
+					t.Errorf("refused %v after exp: %v", tc.at, err)
+				}
+				if !tc.ok && !errors.Is(err, ErrInvalidToken) {
+					t.Errorf("at %v after exp: %v, want ErrInvalidToken", tc.at, err)
+				}
+			})
+		}
 	}
 }

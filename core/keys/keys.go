@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -27,9 +28,14 @@ import (
 
 // Algorithms palmgate signs with.
 const (
-	RS256 = "RS256" // ID tokens: OpenID Connect's mandatory algorithm
-	ES256 = "ES256" // access and refresh tokens
+	RS256 = "RS256" // ID tokens by default: OpenID Connect's mandatory algorithm
+	ES256 = "ES256" // access and refresh tokens; ID tokens of clients that ask for it
+	EdDSA = "EdDSA" // Ed25519 (RFC 8037): ID tokens of clients that ask for it
 )
+
+// Algorithms are the algorithms of the key set: each has one active key, generated
+// on first start, and all rotate together.
+var Algorithms = []string{RS256, ES256, EdDSA}
 
 // rsaBits is the size of generated RSA keys.
 const rsaBits = 2048
@@ -84,7 +90,8 @@ type Set struct {
 	triedErr error     // of that reload
 }
 
-// Open loads the key set, generating the active RS256 and ES256 keys on first start.
+// Open loads the key set, generating an active key per algorithm (Algorithms) on
+// first start, and on the first start of a version that added an algorithm.
 // Concurrent first starts of several instances agree on one key per algorithm.
 func Open(ctx context.Context, store storage.Store, now func() time.Time) (*Set, error) {
 	if now == nil {
@@ -94,7 +101,7 @@ func Open(ctx context.Context, store storage.Store, now func() time.Time) (*Set,
 	if err := s.Reload(ctx); err != nil {
 		return nil, err
 	}
-	for _, alg := range []string{RS256, ES256} {
+	for _, alg := range Algorithms {
 		if s.Active(alg) == nil {
 			if _, err := s.create(ctx, alg, false); err != nil {
 				return nil, err
@@ -325,6 +332,8 @@ func generate(alg string, now time.Time) (*Key, error) {
 		signer, err = rsa.GenerateKey(rand.Reader, rsaBits)
 	case ES256:
 		signer, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case EdDSA:
+		_, signer, err = ed25519.GenerateKey(rand.Reader)
 	default:
 		return nil, fmt.Errorf("unsupported signing algorithm %q", alg)
 	}
@@ -409,6 +418,8 @@ func jwkOf(k *Key) JWK {
 		pub.X.FillBytes(x)
 		pub.Y.FillBytes(y)
 		j.KeyType, j.Curve, j.X, j.Y = "EC", "P-256", b64(x), b64(y)
+	case ed25519.PublicKey:
+		j.KeyType, j.Curve, j.X = "OKP", "Ed25519", b64(pub) // RFC 8037 2
 	}
 	return j
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
 	"encoding/json"
@@ -100,6 +101,11 @@ var algorithms = []struct {
 			t.Errorf("ES256 key is on %s, want P-256", ek.Curve.Params().Name)
 		}
 	}},
+	{EdDSA, func(t *testing.T, k crypto.Signer) {
+		if ek, ok := k.(ed25519.PrivateKey); !ok || len(ek) != ed25519.PrivateKeySize {
+			t.Fatalf("EdDSA key is %T, want an ed25519.PrivateKey", k)
+		}
+	}},
 }
 
 func TestOpenGeneratesAndPersists(t *testing.T) {
@@ -132,11 +138,11 @@ func TestOpenGeneratesAndPersists(t *testing.T) {
 			firstKIDs[tc.alg] = k.ID
 		})
 	}
-	if first.Active(RS256).ID == first.Active(ES256).ID {
-		t.Error("RS256 and ES256 keys share a kid")
+	if a, b, c := first.Active(RS256).ID, first.Active(ES256).ID, first.Active(EdDSA).ID; a == b || b == c || a == c {
+		t.Error("two algorithms' keys share a kid")
 	}
-	if got := len(first.JWKS()); got != 2 {
-		t.Errorf("JWKS has %d keys, want 2", got)
+	if got := len(first.JWKS()); got != 3 {
+		t.Errorf("JWKS has %d keys, want 3 (RS256, ES256, EdDSA)", got)
 	}
 
 	// Open again on the same store, then on the reopened directory: nothing new is
@@ -348,5 +354,35 @@ func TestRotationSeenByAnotherInstance(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("b's JWKS lacks %s after Watch reloaded it", k2.ID)
+	}
+}
+
+// TestOpenAddsEdDSAToAnOlderStore: a store written by a version without EdDSA
+// (RS256 and ES256 keys only) gets an EdDSA key on the next Open, and keeps the
+// other keys as they were.
+func TestOpenAddsEdDSAToAnOlderStore(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	first := openSet(t, store)
+	rs, es := first.Active(RS256).ID, first.Active(ES256).ID
+	err := store.Update(context.Background(), func(txn storage.Txn) error {
+		for _, r := range storedKeys(t, store, EdDSA) {
+			if err := txn.Delete(keyKey(EdDSA, r.ID)); err != nil {
+				return err
+			}
+		}
+		return txn.Delete(keyLockKey(EdDSA))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := openSet(t, store)
+	if again.Active(EdDSA) == nil || again.Active(EdDSA).ID == first.Active(EdDSA).ID {
+		t.Fatalf("no new EdDSA key on the older store: %v", again.Active(EdDSA))
+	}
+	if again.Active(RS256).ID != rs || again.Active(ES256).ID != es {
+		t.Errorf("the RS256 and ES256 keys changed: %s %s, want %s %s", again.Active(RS256).ID, again.Active(ES256).ID, rs, es)
+	}
+	if n := len(storedKeys(t, store, EdDSA)); n != 1 {
+		t.Errorf("%d EdDSA keys stored, want 1", n)
 	}
 }

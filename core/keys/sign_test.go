@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
@@ -45,6 +46,8 @@ func TestSign(t *testing.T) {
 		{"access token", ES256, "at+jwt"},
 		{"refresh token", ES256, "rt+jwt"},
 		{"ID token", RS256, "JWT"},
+		{"ID token, ES256", ES256, "JWT"},
+		{"ID token, EdDSA", EdDSA, "JWT"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,14 +63,17 @@ func TestSign(t *testing.T) {
 			if claims.Subject != "someone" || claims.Issuer != "https://id.example.test/oauth2" {
 				t.Errorf("claims = %+v", claims)
 			}
-			// The other algorithm's key does not verify it.
-			other := s.Active(map[string]string{RS256: ES256, ES256: RS256}[tc.alg])
-			if _, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return other.Public(), nil }); err == nil {
-				t.Error("token verifies with the other algorithm's key")
+			// The other algorithms' keys do not verify it.
+			for _, alg := range Algorithms {
+				if other := s.Active(alg); alg != tc.alg {
+					if _, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return other.Public(), nil }); err == nil {
+						t.Errorf("token verifies with the %s key", alg)
+					}
+				}
 			}
 		})
 	}
-	for _, alg := range []string{"HS256", "none", "EdDSA", ""} {
+	for _, alg := range []string{"HS256", "none", "ES384", "Ed25519", ""} {
 		t.Run("no key for "+alg, func(t *testing.T) {
 			if token, err := s.Sign(alg, "JWT", testClaims()); err == nil {
 				t.Errorf("Sign(%q) = %q, want an error", alg, token)
@@ -82,7 +88,7 @@ func TestRotate(t *testing.T) {
 			store := openStore(t, t.TempDir())
 			s := openSet(t, store)
 			old := s.Active(tc.alg)
-			otherAlg := map[string]string{RS256: ES256, ES256: RS256}[tc.alg]
+			otherAlg := map[string]string{RS256: ES256, ES256: EdDSA, EdDSA: RS256}[tc.alg]
 			otherKID := s.Active(otherAlg).ID
 			before, err := s.Sign(tc.alg, "JWT", testClaims())
 			if err != nil {
@@ -115,10 +121,10 @@ func TestRotate(t *testing.T) {
 			for _, j := range jwks {
 				kids = append(kids, j.KeyID)
 			}
-			if len(jwks) != 3 || !slices.Contains(kids, old.ID) || !slices.Contains(kids, rotated.ID) {
-				t.Errorf("JWKS kids = %v, want 3 keys including %s and %s", kids, old.ID, rotated.ID)
+			if len(jwks) != 4 || !slices.Contains(kids, old.ID) || !slices.Contains(kids, rotated.ID) {
+				t.Errorf("JWKS kids = %v, want 4 keys including %s and %s", kids, old.ID, rotated.ID)
 			}
-			if len(jwks) == 3 && (jwks[2].KeyID != old.ID) {
+			if len(jwks) == 4 && (jwks[3].KeyID != old.ID) {
 				t.Errorf("JWKS order = %v, want the inactive %s last", kids, old.ID)
 			}
 
@@ -182,6 +188,14 @@ func publicKeyOf(t *testing.T, j map[string]string) crypto.PublicKey {
 			t.Fatalf("JWK %s is not a P-256 point: %v", j["kid"], err)
 		}
 		return pub
+	case "OKP":
+		if j["crv"] != "Ed25519" {
+			t.Fatalf("JWK %s crv = %q", j["kid"], j["crv"])
+		}
+		if x := b64("x"); len(x) == ed25519.PublicKeySize {
+			return ed25519.PublicKey(x)
+		}
+		t.Fatalf("JWK %s: x is not %d bytes", j["kid"], ed25519.PublicKeySize)
 	}
 	t.Fatalf("JWK %s kty = %q", j["kid"], j["kty"])
 	return nil
@@ -212,6 +226,7 @@ func TestJWKS(t *testing.T) {
 	}{
 		{RS256, "RSA", []string{"kty", "use", "alg", "kid", "n", "e"}, []string{"crv", "x", "y"}},
 		{ES256, "EC", []string{"kty", "use", "alg", "kid", "crv", "x", "y"}, []string{"n", "e"}},
+		{EdDSA, "OKP", []string{"kty", "use", "alg", "kid", "crv", "x"}, []string{"n", "e", "y"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.alg, func(t *testing.T) {

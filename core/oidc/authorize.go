@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,19 +53,22 @@ const (
 
 // AuthRequest is a validated authorization request waiting for its palm scan.
 type AuthRequest struct {
-	ID            string            `json:"id"`
-	ClientID      string            `json:"clientId"`
-	RedirectURI   string            `json:"redirectUri"`
-	Scopes        []string          `json:"scopes"`
-	Resource      string            `json:"resource,omitempty"` // RFC 8707: the access tokens' aud
-	State         string            `json:"state,omitempty"`
-	Nonce         string            `json:"nonce,omitempty"`
-	CodeChallenge string            `json:"codeChallenge,omitempty"`
-	ChallengeID   string            `json:"challengeId"`
-	Status        AuthRequestStatus `json:"status"`
-	HumanID       string            `json:"humanId,omitempty"`
-	AuthTime      time.Time         `json:"authTime,omitzero"`
-	ExpiresAt     time.Time         `json:"expiresAt"`
+	ID            string   `json:"id"`
+	ClientID      string   `json:"clientId"`
+	RedirectURI   string   `json:"redirectUri"`
+	Scopes        []string `json:"scopes"`
+	Resource      string   `json:"resource,omitempty"` // RFC 8707: the access tokens' aud
+	State         string   `json:"state,omitempty"`
+	Nonce         string   `json:"nonce,omitempty"`
+	CodeChallenge string   `json:"codeChallenge,omitempty"`
+	// ResponseMode is how the answer goes back to the client: ResponseModeQuery
+	// (also for requests stored before it existed, "") or ResponseModeFormPost.
+	ResponseMode string            `json:"responseMode,omitempty"`
+	ChallengeID  string            `json:"challengeId"`
+	Status       AuthRequestStatus `json:"status"`
+	HumanID      string            `json:"humanId,omitempty"`
+	AuthTime     time.Time         `json:"authTime,omitzero"`
+	ExpiresAt    time.Time         `json:"expiresAt"`
 	// BrowserHash is the SHA-256 of the binding secret of the browser that made the
 	// request (its login cookie): only that browser sees the nonce or gets the code.
 	BrowserHash string `json:"browserHash"`
@@ -109,15 +113,34 @@ func (s *Service) ClientName(ar *AuthRequest) string {
 	return ar.ClientID
 }
 
+// Response modes (OAuth 2.0 Multiple Response Type Encoding Practices, OAuth 2.0
+// Form Post Response Mode).
+const (
+	ResponseModeQuery    = "query"
+	ResponseModeFormPost = "form_post"
+)
+
+// ResponseModes are the response modes palmgate answers in (discovery's
+// response_modes_supported).
+var ResponseModes = []string{ResponseModeQuery, ResponseModeFormPost}
+
 // Authorize validates an authorization request (its query or form parameters) from
-// browser, stores it with a fresh palm challenge, and returns it. Errors before the
-// client and redirect_uri are known good are never redirected.
+// browser, stores it with a fresh palm challenge, and returns it.
+//
+// Errors before the client and its redirect_uri are known good (a missing, unknown
+// or repeated client_id or redirect_uri, an unregistered redirect_uri) carry no
+// RedirectURI: they are never sent to the redirect_uri. Every later refusal of the
+// request goes back to the client (RFC 6749 4.1.2.1, OIDC Core 3.1.2.6): an *Error
+// with RedirectURI, the state (not when it is longer than MaxStateLen or given
+// twice: it is then dropped, not echoed) and the response mode (query when the
+// response_mode itself is refused). A failure of the server (the store, the caps
+// on pending logins) is returned as it is.
 func (s *Service) Authorize(ctx context.Context, params url.Values, browser Browser) (*AuthRequest, error) {
 	if len(browser.Binding) < MinBindingLen {
 		return nil, errors.New("authorize: the browser binding secret is missing or short")
 	}
-	for name, values := range params {
-		if len(values) > 1 && name != "resource" { // resource: see client.permits
+	for _, name := range []string{"client_id", "redirect_uri"} {
+		if len(params[name]) > 1 {
 			return nil, oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
 		}
 	}
@@ -138,11 +161,65 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	if !cl.allowsRedirect(redirectURI) {
 		return nil, oauthError(ErrInvalidRequest, "redirect_uri is not registered for this client")
 	}
+	// From here on every refusal goes back to the client.
+	back := &Error{RedirectURI: redirectURI, ResponseMode: ResponseModeQuery}
+	if states := params["state"]; len(states) == 1 && len(states[0]) <= MaxStateLen {
+		back.State = states[0]
+	}
+	ar, err := s.checkRequest(cl, params, back)
+	if err != nil {
+		var oe *Error
+		if errors.As(err, &oe) && oe.RedirectURI == "" {
+			oe.RedirectURI, oe.State, oe.ResponseMode = back.RedirectURI, back.State, back.ResponseMode
+		}
+		return nil, err
+	}
+	now := s.now().UTC()
+	ar.ID, ar.Status, ar.ExpiresAt, ar.BrowserHash = uuid.NewString(), RequestPending, now.Add(s.loginTTL), bindingHash(browser.Binding)
+	c, err := s.palm.New(palm.PurposeLogin, ar.ID, palm.Request{
+		ClientName: cl.name, Scopes: ar.Scopes, ScopeDescriptions: DescribeScopes(ar.Scopes),
+		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary,
+	}, s.loginTTL)
+	if err != nil {
+		return nil, err
+	}
+	ar.ChallengeID = c.ID
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		if err := s.putAuthRequest(txn, ar); err != nil {
+			return err
+		}
+		return s.palm.PutChallenge(txn, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ar, nil
+}
+
+// checkRequest checks the parameters of an authorization request of cl, whose
+// redirect_uri is valid, and returns the request to store. It sets
+// back.ResponseMode as soon as the response_mode is known good, so that the
+// refusals after it go back in that mode.
+func (s *Service) checkRequest(cl *client, params url.Values, back *Error) (*AuthRequest, error) {
+	switch mode := params["response_mode"]; {
+	case len(mode) > 1:
+		return nil, oauthError(ErrInvalidRequest, "parameter response_mode is given more than once")
+	case len(mode) == 0 || mode[0] == ResponseModeQuery:
+	case mode[0] == ResponseModeFormPost:
+		back.ResponseMode = ResponseModeFormPost
+	default:
+		return nil, oauthError(ErrInvalidRequest, "response_mode %.40q is not supported (query or form_post)", mode[0])
+	}
+	for name, values := range params {
+		if len(values) > 1 && name != "resource" { // resource: see client.permits
+			return nil, oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
+		}
+	}
 	state := params.Get("state")
 	if len(state) > MaxStateLen {
 		return nil, oauthError(ErrInvalidRequest, "state is longer than %d characters", MaxStateLen)
 	}
-	if err := refuseRequestObject(params, redirectURI, state); err != nil {
+	if err := refuseRequestObject(params); err != nil {
 		return nil, err
 	}
 	switch rt := params.Get("response_type"); rt {
@@ -173,34 +250,49 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	case challenge != "" && !pkceString.MatchString(challenge):
 		return nil, oauthError(ErrInvalidRequest, "code_challenge must be 43 to 128 unreserved characters")
 	}
-	if slices.Contains(strings.Fields(params.Get("prompt")), "none") {
-		// Every login is a fresh palm scan: there is no session to answer silently.
-		return nil, &Error{Code: ErrLoginRequired, Description: "a palm scan is required", RedirectURI: redirectURI, State: state}
-	}
-	now := s.now().UTC()
-	ar := &AuthRequest{
-		ID: uuid.NewString(), ClientID: clientID, RedirectURI: redirectURI, Scopes: scopes, Resource: resource,
-		State: state, Nonce: nonce, CodeChallenge: challenge, Status: RequestPending,
-		ExpiresAt: now.Add(s.loginTTL), BrowserHash: bindingHash(browser.Binding),
-	}
-	c, err := s.palm.New(palm.PurposeLogin, ar.ID, palm.Request{
-		ClientName: cl.name, Scopes: scopes, ScopeDescriptions: DescribeScopes(scopes),
-		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary,
-	}, s.loginTTL)
-	if err != nil {
+	if err := checkMaxAge(params); err != nil {
 		return nil, err
 	}
-	ar.ChallengeID = c.ID
-	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		if err := s.putAuthRequest(txn, ar); err != nil {
-			return err
+	prompt := strings.Fields(params.Get("prompt"))
+	for _, p := range prompt {
+		if !slices.Contains(promptValues, p) {
+			return nil, oauthError(ErrInvalidRequest, "prompt value %.40q is not supported", p)
 		}
-		return s.palm.PutChallenge(txn, c)
-	})
-	if err != nil {
-		return nil, err
 	}
-	return ar, nil
+	if slices.Contains(prompt, "none") {
+		if len(prompt) > 1 {
+			return nil, oauthError(ErrInvalidRequest, "prompt=none cannot be combined with other values")
+		}
+		// Every login is a fresh palm scan: there is no session to answer silently.
+		return nil, oauthError(ErrLoginRequired, "a palm scan is required")
+	}
+	return &AuthRequest{
+		ClientID: cl.id, RedirectURI: back.RedirectURI, Scopes: scopes, Resource: resource,
+		State: state, Nonce: nonce, CodeChallenge: challenge, ResponseMode: back.ResponseMode,
+	}, nil
+}
+
+// promptValues are the prompt values palmgate accepts (OIDC Core 3.1.2.1). Every
+// login is a fresh palm scan, which is a login, a consent and an account choice:
+// login, consent and select_account are met as asked; none cannot be.
+var promptValues = []string{"none", "login", "consent", "select_account"}
+
+// maxMaxAge bounds max_age (ten years of seconds): a larger number is not a
+// client's intent, and would overflow a duration.
+const maxMaxAge = 10 * 365 * 24 * 3600
+
+// checkMaxAge checks max_age (OIDC Core 3.1.2.1): a number of seconds. Every login
+// is a fresh palm scan (auth_time is the scan's), so any valid max_age is met.
+func checkMaxAge(params url.Values) error {
+	raw := params.Get("max_age")
+	if raw == "" { // RFC 6749 3.1: a parameter without a value is as if omitted
+		return nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 || n > maxMaxAge || len(raw) > 12 {
+		return oauthError(ErrInvalidRequest, "max_age %.20q is not a number of seconds", raw)
+	}
+	return nil
 }
 
 func parseScopes(raw string) ([]string, error) {
@@ -273,32 +365,43 @@ func (s *Service) Login(ctx context.Context, id, binding string, renew bool) (*L
 	return &st, nil
 }
 
-// Redirect is where a finished login sends the browser: the redirect_uri with either
-// a code or an error, and the state.
+// Redirect is the answer of an authorization request that goes back to the client:
+// the redirect_uri with either a code or an error (and its description), the state
+// and the issuer, in the request's response mode.
 type Redirect struct {
-	URI   string
-	Code  string
-	Error string
-	State string
+	URI         string
+	Code        string
+	Error       string
+	Description string
+	State       string
 	// Issuer, when set, is sent as `iss` (RFC 9207).
 	Issuer string
+	// Mode is the response mode: ResponseModeQuery ("" too) or ResponseModeFormPost.
+	Mode string
 }
 
-// URL is the redirect's full URL.
+// FormPost reports whether the answer is an auto-submitted form POSTed to URI
+// (OAuth 2.0 Form Post Response Mode) rather than a redirect to URL.
+func (r *Redirect) FormPost() bool { return r.Mode == ResponseModeFormPost }
+
+// Params are the response parameters.
+func (r *Redirect) Params() url.Values {
+	q := url.Values{}
+	for _, p := range [][2]string{{"code", r.Code}, {"error", r.Error}, {"error_description", r.Description}, {"state", r.State}, {"iss", r.Issuer}} {
+		if p[1] != "" {
+			q.Set(p[0], p[1])
+		}
+	}
+	return q
+}
+
+// URL is the redirect's full URL in query mode: the redirect_uri with the response
+// parameters added to its own query.
 func (r *Redirect) URL() string {
 	u, _ := url.Parse(r.URI) // validated at configuration
 	q := u.Query()
-	if r.Code != "" {
-		q.Set("code", r.Code)
-	}
-	if r.Error != "" {
-		q.Set("error", r.Error)
-	}
-	if r.State != "" {
-		q.Set("state", r.State)
-	}
-	if r.Issuer != "" {
-		q.Set("iss", r.Issuer)
+	for k, v := range r.Params() {
+		q[k] = v
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
@@ -337,9 +440,10 @@ func (s *Service) Finish(ctx context.Context, id, binding string) (*Redirect, er
 			if err := s.putCode(txn, code, ar); err != nil {
 				return err
 			}
-			redirect = &Redirect{URI: ar.RedirectURI, Code: code, State: ar.State, Issuer: s.issuer}
+			redirect = &Redirect{URI: ar.RedirectURI, Code: code, State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}
 		default:
-			redirect = &Redirect{URI: ar.RedirectURI, Error: ErrAccessDenied, State: ar.State, Issuer: s.issuer}
+			redirect = &Redirect{URI: ar.RedirectURI, Error: ErrAccessDenied, Description: "the palm scan was declined or expired",
+				State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}
 		}
 		ar.Status = RequestAnswered
 		return s.putAuthRequest(txn, ar)

@@ -138,9 +138,10 @@ func wantOAuthError(t *testing.T, err error, codes ...string) *Error {
 }
 
 // FuzzAuthorize: Authorize, on the parameters the edge reads from any query, never
-// panics; every error is an *Error with an authorization error code; only
-// login_required (prompt=none) goes back by redirect, and only to a registered
-// redirect_uri of a known client; a refused request writes nothing; an accepted one
+// panics; every error is an *Error with an authorization error code; an error goes
+// back to the client exactly when its client and redirect_uri are valid, with the
+// state only when it is valid, in query mode or the form_post asked; a refused
+// request writes nothing; an accepted one
 // is well-formed and writes exactly its request and its palm challenge.
 func FuzzAuthorize(f *testing.F) {
 	p := newFuzzProvider(f)
@@ -160,18 +161,28 @@ func FuzzAuthorize(f *testing.F) {
 			if ar != nil {
 				t.Fatalf("Authorize returned a request and an error: %v", err)
 			}
-			oe := wantOAuthError(t, err, ErrInvalidRequest, ErrUnsupportedResponseType, ErrInvalidScope, ErrInvalidTarget, ErrLoginRequired)
+			oe := wantOAuthError(t, err, ErrInvalidRequest, ErrUnsupportedResponseType, ErrInvalidScope, ErrInvalidTarget, ErrLoginRequired,
+				ErrRequestNotSupported, ErrRequestURINotSupported)
 			unchanged(t, before, after, fmt.Sprintf("refused request (%s: %s)", oe.Code, oe.Description))
-			if oe.RedirectURI != "" {
-				if !validTarget || !slices.Contains(strings.Fields(params.Get("prompt")), "none") {
-					t.Fatalf("error %s redirects to %q (client %q, prompt %q)", oe.Code, oe.RedirectURI, clientID, params.Get("prompt"))
-				}
-				if oe.RedirectURI != redirectURI || oe.State != params.Get("state") || len(oe.State) > MaxStateLen {
-					t.Fatalf("error redirects to %q with state %q, asked %q and %q", oe.RedirectURI, oe.State, redirectURI, params.Get("state"))
-				}
+			// Once the client and its redirect_uri are valid, every refusal goes back
+			// there; before, none does.
+			goesBack := validTarget && len(params["client_id"]) == 1 && len(params["redirect_uri"]) == 1
+			if goesBack != (oe.RedirectURI != "") {
+				t.Fatalf("error %s (%s) redirects to %q; client %q, redirect_uri %q: want a redirect exactly when both are valid",
+					oe.Code, oe.Description, oe.RedirectURI, clientID, redirectURI)
 			}
-			if (oe.Code == ErrLoginRequired) != (oe.RedirectURI != "") {
-				t.Fatalf("error %s with redirect %q: only login_required redirects, always", oe.Code, oe.RedirectURI)
+			if oe.RedirectURI != "" {
+				wantState := ""
+				if st := params["state"]; len(st) == 1 && len(st[0]) <= MaxStateLen {
+					wantState = st[0]
+				}
+				if oe.RedirectURI != redirectURI || oe.State != wantState {
+					t.Fatalf("error redirects to %q with state %q, asked %q and %q", oe.RedirectURI, oe.State, redirectURI, params["state"])
+				}
+				formPost := slices.Equal(params["response_mode"], []string{ResponseModeFormPost})
+				if oe.ResponseMode != ResponseModeQuery && !(formPost && oe.ResponseMode == ResponseModeFormPost) {
+					t.Fatalf("error answered in response mode %q, asked %q", oe.ResponseMode, params["response_mode"])
+				}
 			}
 			return
 		}

@@ -42,32 +42,40 @@ func TestAuthorizeRefused(t *testing.T) {
 		{"redirect_uri with explicit port", params("redirect_uri", "https://app.example.test:443/cb"), ErrInvalidRequest, false},
 		{"redirect_uri of another client", params("redirect_uri", otherRedir), ErrInvalidRequest, false},
 		{"loopback on another port", params("redirect_uri", "http://127.0.0.1:8081/callback"), ErrInvalidRequest, false},
-		{"no openid scope", params("scope", "profile email"), ErrInvalidScope, false},
-		{"no scope", params("scope", ""), ErrInvalidScope, false},
-		{"openid as a prefix", params("scope", "openidx"), ErrInvalidScope, false},
-		{"openid in other case", params("scope", "OpenID"), ErrInvalidScope, false},
-		{"scope with a quote", params("scope", `openid "x"`), ErrInvalidScope, false},
-		{"scope too long", params("scope", "openid "+strings.Repeat("s", 65)), ErrInvalidScope, false},
-		{"too many scopes", params("scope", "openid a b c d e f g h i j k l m n o p q r s t"), ErrInvalidScope, false},
-		{"response_type token", params("response_type", "token"), ErrUnsupportedResponseType, false},
-		{"response_type code id_token", params("response_type", "code id_token"), ErrUnsupportedResponseType, false},
-		{"no response_type", params("response_type", ""), ErrInvalidRequest, false},
-		{"state of 501 characters", params("state", strings.Repeat("s", 501)), ErrInvalidRequest, false},
-		{"nonce of 501 characters", params("nonce", strings.Repeat("n", 501)), ErrInvalidRequest, false},
-		{"duplicate state", dup(params(), "state", "other"), ErrInvalidRequest, false},
+		{"no openid scope", params("scope", "profile email"), ErrInvalidScope, true},
+		{"no scope", params("scope", ""), ErrInvalidScope, true},
+		{"openid as a prefix", params("scope", "openidx"), ErrInvalidScope, true},
+		{"openid in other case", params("scope", "OpenID"), ErrInvalidScope, true},
+		{"scope with a quote", params("scope", `openid "x"`), ErrInvalidScope, true},
+		{"scope too long", params("scope", "openid "+strings.Repeat("s", 65)), ErrInvalidScope, true},
+		{"too many scopes", params("scope", "openid a b c d e f g h i j k l m n o p q r s t"), ErrInvalidScope, true},
+		{"response_type token", params("response_type", "token"), ErrUnsupportedResponseType, true},
+		{"response_type code id_token", params("response_type", "code id_token"), ErrUnsupportedResponseType, true},
+		{"no response_type", params("response_type", ""), ErrInvalidRequest, true},
+		{"state of 501 characters", params("state", strings.Repeat("s", 501)), ErrInvalidRequest, true},
+		{"nonce of 501 characters", params("nonce", strings.Repeat("n", 501)), ErrInvalidRequest, true},
+		{"duplicate state", dup(params(), "state", "other"), ErrInvalidRequest, true},
 		{"duplicate client_id", dup(params(), "client_id", "app"), ErrInvalidRequest, false},
 		{"duplicate redirect_uri", dup(params(), "redirect_uri", appLoopback), ErrInvalidRequest, false},
-		{"duplicate scope", dup(params(), "scope", "openid"), ErrInvalidRequest, false},
-		{"PKCE plain", params("code_challenge", pkceVerifierB, "code_challenge_method", "plain"), ErrInvalidRequest, false},
-		{"PKCE without method (plain by default)", params("code_challenge", pkceChallengeB), ErrInvalidRequest, false},
-		{"PKCE method in lower case", params("code_challenge", pkceChallengeB, "code_challenge_method", "s256"), ErrInvalidRequest, false},
-		{"PKCE method without challenge", params("code_challenge_method", "S256"), ErrInvalidRequest, false},
-		{"PKCE challenge of 42 characters", params("code_challenge", pkceChallengeB[:42], "code_challenge_method", "S256"), ErrInvalidRequest, false},
-		{"PKCE challenge of 129 characters", params("code_challenge", strings.Repeat("a", 129), "code_challenge_method", "S256"), ErrInvalidRequest, false},
-		{"PKCE challenge with padding", params("code_challenge", pkceChallengeB+"=", "code_challenge_method", "S256"), ErrInvalidRequest, false},
-		{"PKCE challenge in std base64", params("code_challenge", strings.ReplaceAll(pkceChallengeB, "-", "+")+"/", "code_challenge_method", "S256"), ErrInvalidRequest, false},
+		{"duplicate scope", dup(params(), "scope", "openid"), ErrInvalidRequest, true},
+		{"PKCE plain", params("code_challenge", pkceVerifierB, "code_challenge_method", "plain"), ErrInvalidRequest, true},
+		{"PKCE without method (plain by default)", params("code_challenge", pkceChallengeB), ErrInvalidRequest, true},
+		{"PKCE method in lower case", params("code_challenge", pkceChallengeB, "code_challenge_method", "s256"), ErrInvalidRequest, true},
+		{"PKCE method without challenge", params("code_challenge_method", "S256"), ErrInvalidRequest, true},
+		{"PKCE challenge of 42 characters", params("code_challenge", pkceChallengeB[:42], "code_challenge_method", "S256"), ErrInvalidRequest, true},
+		{"PKCE challenge of 129 characters", params("code_challenge", strings.Repeat("a", 129), "code_challenge_method", "S256"), ErrInvalidRequest, true},
+		{"PKCE challenge with padding", params("code_challenge", pkceChallengeB+"=", "code_challenge_method", "S256"), ErrInvalidRequest, true},
+		{"PKCE challenge in std base64", params("code_challenge", strings.ReplaceAll(pkceChallengeB, "-", "+")+"/", "code_challenge_method", "S256"), ErrInvalidRequest, true},
 		{"prompt none", params("prompt", "none"), ErrLoginRequired, true},
-		{"prompt none among others", params("prompt", "consent none"), ErrLoginRequired, true},
+		{"prompt none among others", params("prompt", "consent none"), ErrInvalidRequest, true},
+		{"prompt unknown", params("prompt", "login sideways"), ErrInvalidRequest, true},
+		{"max_age not a number", params("max_age", "soon"), ErrInvalidRequest, true},
+		{"max_age negative", params("max_age", "-1"), ErrInvalidRequest, true},
+		{"response_mode fragment", params("response_mode", "fragment"), ErrInvalidRequest, true},
+		{"response_mode unknown", params("response_mode", "web_message"), ErrInvalidRequest, true},
+		{"response_mode twice", dup(params("response_mode", "form_post"), "response_mode", "form_post"), ErrInvalidRequest, true},
+		{"form_post, then a refusal", params("response_mode", "form_post", "scope", "profile"), ErrInvalidScope, true},
+		{"unlisted resource", params("resource", "https://evil.example.test"), ErrInvalidTarget, true},
 		{"request object", params("request", "eyJhbGciOiJub25lIn0.e30."), ErrRequestNotSupported, true},
 		{"request_uri", params("request_uri", "https://app.example.test/req.jwt"), ErrRequestURINotSupported, true},
 	}
@@ -80,8 +88,22 @@ func TestAuthorizeRefused(t *testing.T) {
 			}
 			oe := wantError(t, err, tc.code)
 			if tc.redirect {
-				if oe.RedirectURI != tc.params.Get("redirect_uri") || oe.State != tc.params.Get("state") {
-					t.Errorf("error goes to %q with state %q, want %q and %q", oe.RedirectURI, oe.State, tc.params.Get("redirect_uri"), tc.params.Get("state"))
+				// The state goes back when it is valid: given once, at most 500
+				// characters; else it is dropped.
+				wantState := ""
+				if st := tc.params["state"]; len(st) == 1 && len(st[0]) <= MaxStateLen {
+					wantState = st[0]
+				}
+				if oe.RedirectURI != tc.params.Get("redirect_uri") || oe.State != wantState {
+					t.Errorf("error goes to %q with state %q, want %q and %q", oe.RedirectURI, oe.State, tc.params.Get("redirect_uri"), wantState)
+				}
+				// form_post when asked (and valid), else query.
+				wantMode := ResponseModeQuery
+				if slices.Equal(tc.params["response_mode"], []string{ResponseModeFormPost}) {
+					wantMode = ResponseModeFormPost
+				}
+				if oe.ResponseMode != wantMode {
+					t.Errorf("error answered in response mode %q, want %q", oe.ResponseMode, wantMode)
 				}
 			} else if oe.RedirectURI != "" {
 				t.Errorf("error redirects to %q, want no redirect", oe.RedirectURI)
@@ -119,6 +141,11 @@ func TestAuthorize(t *testing.T) {
 		{"second registered redirect_uri", params("redirect_uri", appLoopback), []string{"openid"}},
 		{"PKCE challenge of 128 characters", params("code_challenge", strings.Repeat("a", 128), "code_challenge_method", "S256"), []string{"openid"}},
 		{"prompt login", params("prompt", "login"), []string{"openid"}},
+		{"prompt consent select_account", params("prompt", "consent select_account"), []string{"openid"}},
+		{"max_age", params("max_age", "3600"), []string{"openid"}},
+		{"max_age 0", params("max_age", "0"), []string{"openid"}},
+		{"response_mode query", params("response_mode", "query"), []string{"openid"}},
+		{"response_mode form_post", params("response_mode", "form_post"), []string{"openid"}},
 		{"client with a sector", params("client_id", "other", "redirect_uri", otherRedir), []string{"openid"}},
 		{"unknown extra parameter", params("ui_locales", "fr"), []string{"openid"}},
 	}
@@ -280,5 +307,43 @@ func TestRedirectURLKeepsQuery(t *testing.T) {
 	q := u.Query()
 	if q.Get("tenant") != "a b" || q.Get("code") != "c0de" || q.Get("state") != "s&t=1" || len(q) != 3 {
 		t.Errorf("URL() = %q", r.URL())
+	}
+}
+
+// TestFinishResponseMode: the response mode of the request is stored with it and
+// used by the answer after the palm scan (the code) and after a denial.
+func TestFinishResponseMode(t *testing.T) {
+	for _, mode := range []string{"", ResponseModeQuery, ResponseModeFormPost} {
+		t.Run("mode "+mode, func(t *testing.T) {
+			h := newHarness(t)
+			want := mode
+			if want == "" {
+				want = ResponseModeQuery
+			}
+			verified := h.authorize(t, params("response_mode", mode))
+			if verified.ResponseMode != want {
+				t.Errorf("stored response mode %q, want %q", verified.ResponseMode, want)
+			}
+			h.scan(t, verified, "alice")
+			code, err := h.svc.Finish(context.Background(), verified.ID, testBinding)
+			if err != nil || code == nil || code.Code == "" || code.Mode != want {
+				t.Fatalf("Finish after the scan = %+v, %v; want a code in mode %q", code, err, want)
+			}
+			ar := h.authorize(t, params("response_mode", mode))
+			st, err := h.svc.Login(context.Background(), ar.ID, testBinding, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.palm.Deny(context.Background(), ar.ChallengeID, st.Challenge.Nonce); err != nil {
+				t.Fatalf("Deny: %v", err)
+			}
+			denied, err := h.svc.Finish(context.Background(), ar.ID, testBinding)
+			if err != nil || denied == nil || denied.Error != ErrAccessDenied || denied.Description == "" {
+				t.Fatalf("Finish after a denial = %+v, %v", denied, err)
+			}
+			if denied.Mode != want || denied.FormPost() != (want == ResponseModeFormPost) {
+				t.Errorf("denied login answered in mode %q, want %q", denied.Mode, want)
+			}
+		})
 	}
 }

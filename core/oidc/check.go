@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 )
 
 // CheckClients checks configured clients (the one definition of the rules;
 // NewService refuses what it refuses, and a config's validation may call it
 // early): an id given once, a secret or a secret hash (not both, the hash well
-// formed), absolute redirect and post-logout redirect URIs without a fragment, scope tokens including
+// formed), an ID token algorithm palmgate signs with, absolute redirect and post-logout redirect URIs without a fragment, scope tokens including
 // openid, and resources that are absolute URIs without a fragment. The messages
 // name the Caddyfile option.
 func CheckClients(clients []Client) error {
@@ -51,6 +52,9 @@ func CheckClients(clients []Client) error {
 		}
 		if len(c.Scopes) > 0 && !slices.Contains(c.Scopes, ScopeOpenID) {
 			return fmt.Errorf("client %s: scopes must include openid (every login asks for it)", c.ID)
+		}
+		if c.IDTokenAlg != "" && !slices.Contains(IDTokenAlgs, c.IDTokenAlg) {
+			return fmt.Errorf("client %s: id_token_signed_response_alg %q must be one of %s", c.ID, c.IDTokenAlg, strings.Join(IDTokenAlgs, ", "))
 		}
 		for _, r := range c.Resources {
 			if !ValidResource(r) {

@@ -7,6 +7,8 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"slices"
+
+	"github.com/palmgate/palmgate/core/keys"
 )
 
 // Client is a registered relying party.
@@ -26,7 +28,15 @@ type Client struct {
 	// PostLogoutRedirectURIs are where an RP-initiated logout may send the browser
 	// back (exact match).
 	PostLogoutRedirectURIs []string
+	// IDTokenAlg is the algorithm of the client's ID tokens (OIDC Dynamic Client
+	// Registration's id_token_signed_response_alg): one of IDTokenAlgs; "" means
+	// RS256.
+	IDTokenAlg string
 }
+
+// IDTokenAlgs are the algorithms a client may have its ID tokens signed with
+// (discovery's id_token_signing_alg_values_supported), the default first.
+var IDTokenAlgs = []string{keys.RS256, keys.ES256, keys.EdDSA}
 
 // client is a Client as kept in memory: the secret only as a keyed hash, or the
 // configured secret hash.
@@ -44,6 +54,8 @@ type client struct {
 	dynamicMACs [][]byte
 	// postLogoutRedirectURIs: see Client.PostLogoutRedirectURIs.
 	postLogoutRedirectURIs []string
+	// idTokenAlg signs its ID tokens (IDTokenAlgs).
+	idTokenAlg string
 }
 
 // clients holds the registered clients with hashed secrets. They come from the
@@ -83,6 +95,7 @@ func newClients(list []Client) (*clients, error) {
 			redirectURIs: slices.Clone(cl.RedirectURIs),
 			scopes:       slices.Clone(scopes), resources: slices.Clone(cl.Resources),
 			postLogoutRedirectURIs: slices.Clone(cl.PostLogoutRedirectURIs),
+			idTokenAlg:             orDefault(cl.IDTokenAlg, keys.RS256),
 		}
 		switch {
 		case cl.SecretHash != "":

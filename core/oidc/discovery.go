@@ -2,8 +2,6 @@ package oidc
 
 import (
 	"slices"
-
-	"github.com/palmgate/palmgate/core/keys"
 )
 
 // Discovery is the OpenID Provider Metadata (OpenID Connect Discovery 1.0, RFC 8414)
@@ -54,15 +52,15 @@ func (s *Service) Discovery() *Discovery {
 		RevocationEndpointAuthMethodsSupported:     clientAuthMethods,
 		JWKSURI:                                    iss + "/jwks",
 		ResponseTypesSupported:                     []string{"code"},
-		ResponseModesSupported:                     []string{"query"},
+		ResponseModesSupported:                     slices.Clone(ResponseModes),
 		GrantTypesSupported:                        slices.Clone(GrantTypes),
 		SubjectTypesSupported:                      []string{"pairwise"},
-		IDTokenSigningAlgValuesSupported:           []string{keys.RS256},
+		IDTokenSigningAlgValuesSupported:           slices.Clone(IDTokenAlgs),
 		ScopesSupported:                            []string{ScopeOpenID, ScopeOfflineAccess},
 		ClaimsSupported:                            []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid"},
 		TokenEndpointAuthMethodsSupported:          clientAuthMethods,
 		CodeChallengeMethodsSupported:              []string{"S256"},
-		PromptValuesSupported:                      []string{"none", "login"},
+		PromptValuesSupported:                      slices.Clone(promptValues),
 		RequestParameterSupported:                  false,
 		RequestURIParameterSupported:               false,
 		EndSessionEndpoint:                         iss + "/logout",

@@ -32,10 +32,17 @@ const (
 type Error struct {
 	Code        string
 	Description string
-	// RedirectURI and State are set when the error goes back to the client by
-	// redirect (the client and redirect_uri were valid).
-	RedirectURI string
-	State       string
+	// RedirectURI, State and ResponseMode are set when the error goes back to the
+	// client (an authorization request whose client and redirect_uri were valid).
+	RedirectURI  string
+	State        string
+	ResponseMode string
+}
+
+// Redirect is the answer that sends the error back to the client (RedirectURI set),
+// from the issuer iss.
+func (e *Error) Redirect(iss string) *Redirect {
+	return &Redirect{URI: e.RedirectURI, Error: e.Code, Description: e.Description, State: e.State, Issuer: iss, Mode: e.ResponseMode}
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Description }

@@ -16,7 +16,7 @@ import (
 // RP-Initiated Logout 1.0 section 2 asks the OP to accept an expired ID token it
 // issued (a person often signs out long after their ID token expired).
 var idTokenHintParser = jwt.NewParser(
-	jwt.WithValidMethods([]string{keys.RS256, keys.ES256}),
+	jwt.WithValidMethods(keys.Algorithms),
 	jwt.WithStrictDecoding(),
 	jwt.WithoutClaimsValidation(),
 )

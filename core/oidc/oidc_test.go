@@ -52,7 +52,17 @@ var testClients = []Client{
 		PostLogoutRedirectURIs: []string{appLoggedOut}},
 	{ID: "other", Secret: "other-secret", RedirectURIs: []string{otherRedir}, Sector: sharedSector},
 	{ID: "third", Secret: "third-secret", RedirectURIs: []string{"https://third.example.test/cb"}, Sector: sharedSector},
+	{ID: "es-app", Secret: "es-secret", RedirectURIs: []string{esRedirect}, IDTokenAlg: keys.ES256,
+		PostLogoutRedirectURIs: []string{appLoggedOut}},
+	{ID: "ed-app", Secret: "ed-secret", RedirectURIs: []string{edRedirect}, IDTokenAlg: keys.EdDSA,
+		PostLogoutRedirectURIs: []string{appLoggedOut}},
 }
+
+// Redirect URIs of the clients that pick their ID token algorithm.
+const (
+	esRedirect = "https://es.example.test/cb"
+	edRedirect = "https://ed.example.test/cb"
+)
 
 // fakeClock is the injected clock: tests move it, nothing sleeps.
 type fakeClock = clocktest.Clock

@@ -11,15 +11,13 @@ const (
 // refuseRequestObject refuses an authorization request that passes its parameters
 // in a request object (OIDC Core section 6): palmgate reads none, and ignoring one
 // would answer a request other than the one the client signed. The error goes back
-// to the client by redirect (client and redirect_uri are valid by then).
-func refuseRequestObject(params url.Values, redirectURI, state string) error {
+// to the client (client and redirect_uri are valid by then; see Authorize).
+func refuseRequestObject(params url.Values) error {
 	switch {
 	case params.Has("request"):
-		return &Error{Code: ErrRequestNotSupported, Description: "request objects (the request parameter) are not supported",
-			RedirectURI: redirectURI, State: state}
+		return oauthError(ErrRequestNotSupported, "request objects (the request parameter) are not supported")
 	case params.Has("request_uri"):
-		return &Error{Code: ErrRequestURINotSupported, Description: "the request_uri parameter is not supported",
-			RedirectURI: redirectURI, State: state}
+		return oauthError(ErrRequestURINotSupported, "the request_uri parameter is not supported")
 	}
 	return nil
 }

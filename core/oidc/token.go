@@ -377,7 +377,9 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 	}
 	// This instance just signed it: its first use costs no signature check.
 	s.access.Remember(access, accessClaims)
-	idToken, err := s.keys.Sign(keys.RS256, TypeIDToken, IDClaims{
+	// The client's algorithm; RS256 for one without (a dynamic client has no option
+	// for it).
+	idToken, err := s.keys.Sign(orDefault(cl.idTokenAlg, keys.RS256), TypeIDToken, IDClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),

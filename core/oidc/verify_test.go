@@ -83,9 +83,9 @@ func TestVerifyAccessToken(t *testing.T) {
 	}{
 		{"the access token", resp.AccessToken, true},
 		{"typ application/at+jwt", forge(t, jwt.SigningMethodES256, es.Private, map[string]any{"typ": "application/at+jwt", "kid": es.ID}, claims(nil)), true},
-		{"expired within the leeway", forge(t, jwt.SigningMethodES256, es.Private, atHeader, claims(func(c *AccessClaims) {
-			c.ExpiresAt = jwt.NewNumericDate(now.Add(-bearer.Leeway / 2))
-		})), true},
+		{"expired a second ago (no leeway on the issuer's own tokens)", forge(t, jwt.SigningMethodES256, es.Private, atHeader, claims(func(c *AccessClaims) {
+			c.ExpiresAt = jwt.NewNumericDate(now.Add(-time.Second))
+		})), false},
 		{"empty", "", false},
 		{"garbage", "a.b.c", false},
 		{"ID token", resp.IDToken, false},
@@ -163,7 +163,8 @@ func TestVerifyAccessTokenLifetime(t *testing.T) {
 	}{
 		{"fresh", 0, true},
 		{"just before expiry", accessTTL - time.Second, true},
-		{"at expiry plus leeway", accessTTL + bearer.Leeway + time.Second, false},
+		{"at expiry (no leeway)", accessTTL, false},
+		{"a second past expiry", accessTTL + time.Second, false},
 		{"long expired", 24 * time.Hour, false},
 	}
 	for _, tc := range tests {

@@ -55,7 +55,11 @@ func main() {
 	key := []byte(random())
 	cookies := httphelper.NewCookieHandler(key, key, httphelper.WithUnsecure())
 	provider, err := rp.NewRelyingPartyOIDC(ctx, os.Getenv("ISSUER"), os.Getenv("CLIENT_ID"), os.Getenv("CLIENT_SECRET"),
-		base+"/auth/callback", []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess}, rp.WithPKCE(cookies))
+		base+"/auth/callback", []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess}, rp.WithPKCE(cookies),
+		// zitadel verifies RS256 ID tokens only, unless told to take discovery's
+		// id_token_signing_alg_values_supported (a client of palmgate may pick ES256
+		// or EdDSA).
+		rp.WithSigningAlgsFromDiscovery())
 	if err != nil {
 		log.Fatalf("discovery: %v", err)
 	}

@@ -1,0 +1,78 @@
+package edge
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"net/url"
+
+	"github.com/palmgate/palmgate/core/oidc"
+)
+
+// formPostScript submits the form of the form_post page. It is the page's only
+// script, admitted by the hash of exactly this text (formPostScriptHash).
+const formPostScript = `document.forms[0].submit();`
+
+// formPostScriptHash is the CSP source of formPostScript.
+var formPostScriptHash = func() string {
+	sum := sha256.Sum256([]byte(formPostScript))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}()
+
+// formPostPage is the answer of an authorization request in response mode
+// form_post (OAuth 2.0 Form Post Response Mode): a form of the response parameters
+// that its script POSTs to the redirect_uri at once (a button does without script).
+var formPostPage = template.Must(template.New("formpost").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+<title>Back to the application</title></head>
+<body><form method="post" action="{{.Action}}">
+{{range .Fields}}<input type="hidden" name="{{.Name}}" value="{{.Value}}">
+{{end}}<noscript><button type="submit">Continue to the application</button></noscript>
+</form><script>` + formPostScript + `</script></body></html>
+`))
+
+type formPostField struct{ Name, Value string }
+
+// answerClient sends the answer of an authorization request back to the client: a
+// 302 to the redirect_uri in query mode, the auto-submitting form in form_post.
+func (s *Server) answerClient(w http.ResponseWriter, r *http.Request, redirect *oidc.Redirect) {
+	if !redirect.FormPost() {
+		http.Redirect(w, r, redirect.URL(), http.StatusFound)
+		return
+	}
+	data := struct {
+		Action string
+		Fields []formPostField
+	}{Action: redirect.URI}
+	for _, name := range []string{"code", "error", "error_description", "state", "iss"} {
+		if v := redirect.Params().Get(name); v != "" {
+			data.Fields = append(data.Fields, formPostField{name, v})
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src "+formPostScriptHash+"; form-action "+formActionSource(redirect.URI)+"; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	if err := formPostPage.Execute(w, data); err != nil {
+		s.logger.Debug("writing form_post page")
+	}
+}
+
+// formActionSource is the CSP source that admits a form POSTed to uri: its origin
+// (scheme, host and port), or, for a URI without a host (a private-use scheme),
+// its scheme.
+func formActionSource(uri string) string {
+	u, err := url.Parse(uri) // validated at configuration
+	if err != nil {
+		return "'none'"
+	}
+	if u.Host == "" {
+		return u.Scheme + ":"
+	}
+	return u.Scheme + "://" + u.Host
+}
