@@ -179,7 +179,7 @@ func TestBrowserFormPost(t *testing.T) {
 	t.Cleanup(rp.Close)
 	c := oidcClient{id: "fp", secret: "secret-" + randHex(16), name: "Form post app", redirects: []string{rp.URL + "/cb"}}
 	e := startOIDC(t, []oidcClient{c})
-	ctx := newRPBrowser(t)
+	ctx := startChromium(t)
 	done := simulateLogin(t, ctx, e.authURL(c, "response_mode", "form_post", "state", "b-1"), e.subject("browser-user"), "#rp-done")
 	mu.Lock()
 	got := posted
