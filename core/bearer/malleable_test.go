@@ -2,48 +2,19 @@ package bearer
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/internal/jwttest"
 	"github.com/palmgate/palmgate/storage/memstore"
 )
-
-// orderP256 is n, the order of P-256 (SEC 2, section 2.4.2).
-var orderP256, _ = new(big.Int).SetString("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551", 16)
-
-// malleate returns token with its ES256 signature (r, s) replaced by (r, n-s),
-// which verifies just as well: the malleated twin of a token.
-func malleate(t *testing.T, token string) string {
-	t.Helper()
-	i := strings.LastIndexByte(token, '.')
-	sig, err := base64.RawURLEncoding.DecodeString(token[i+1:])
-	if err != nil || len(sig) != 64 {
-		t.Fatalf("not an ES256 signature: %v", err)
-	}
-	s := new(big.Int).SetBytes(sig[32:])
-	new(big.Int).Sub(orderP256, s).FillBytes(sig[32:])
-	return token[:i+1] + base64.RawURLEncoding.EncodeToString(sig)
-}
-
-// strayBits returns token with the unused low bits of its signature segment's last
-// character set: the same bytes to a lenient base64 decoder, another string.
-func strayBits(t *testing.T, token string) string {
-	t.Helper()
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	last := strings.IndexByte(alphabet, token[len(token)-1])
-	// 64 bytes are 86 characters: the last one carries 2 bits and 4 unused ones.
-	return token[:len(token)-1] + string(alphabet[last|0x0f])
-}
 
 type tokenFixture struct {
 	set    *keys.Set
@@ -90,8 +61,8 @@ func TestVerifyRefusesMalleatedTokens(t *testing.T) {
 			name  string
 			token string
 		}{
-			{"high s, before the token is cached", malleate(t, token)},
-			{"stray bits, before the token is cached", strayBits(t, token)},
+			{"high s, before the token is cached", jwttest.Malleate(t, token)},
+			{"stray bits, before the token is cached", jwttest.StrayBits(token)},
 		} {
 			if _, err := v.Verify(ctx, tc.token); !errors.Is(err, ErrInvalidToken) {
 				t.Fatalf("token %d, %s: Verify err = %v, want ErrInvalidToken", i, tc.name, err)
@@ -104,8 +75,8 @@ func TestVerifyRefusesMalleatedTokens(t *testing.T) {
 			name  string
 			token string
 		}{
-			{"high s, the token cached", malleate(t, token)},
-			{"stray bits, the token cached", strayBits(t, token)},
+			{"high s, the token cached", jwttest.Malleate(t, token)},
+			{"stray bits, the token cached", jwttest.StrayBits(token)},
 		} {
 			if _, err := v.Verify(ctx, tc.token); !errors.Is(err, ErrInvalidToken) {
 				t.Fatalf("token %d, %s: Verify err = %v, want ErrInvalidToken", i, tc.name, err)
@@ -132,7 +103,7 @@ func TestRemoteVerifierHighS(t *testing.T) {
 	remote := NewRemoteKeys(f.issuer, srv.Client(), time.Second, nil)
 	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: remote, Now: func() time.Time { return f.now }})
 	token := f.token(t, "remote")
-	twin := malleate(t, token)
+	twin := jwttest.Malleate(t, token)
 	for _, tok := range []string{twin, token, twin} {
 		if _, err := v.Verify(ctx, tok); err != nil {
 			t.Fatalf("remote verifier refused a validly signed token: %v", err)
@@ -141,7 +112,7 @@ func TestRemoteVerifierHighS(t *testing.T) {
 	if n := len(v.cache.entries); n != 1 {
 		t.Errorf("a token and its high-s twin fill %d cache entries, want 1", n)
 	}
-	if _, err := v.Verify(ctx, strayBits(t, token)); !errors.Is(err, ErrInvalidToken) {
+	if _, err := v.Verify(ctx, jwttest.StrayBits(token)); !errors.Is(err, ErrInvalidToken) {
 		t.Errorf("stray bits: Verify err = %v, want ErrInvalidToken", err)
 	}
 }
