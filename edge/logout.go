@@ -12,7 +12,7 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 )
 
-var signedOutPage = template.Must(template.ParseFS(pageFiles, "pages/signedout.html"))
+var signedOutPage = template.Must(template.ParseFS(pageFiles, "pages/signedout.html", "pages/base.html"))
 
 // signedOutPageData fills the page of the logout endpoint.
 type signedOutPageData struct {

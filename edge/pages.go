@@ -18,7 +18,7 @@ import (
 //go:embed pages/*.html
 var pageFiles embed.FS
 
-var challengePage = template.Must(template.ParseFS(pageFiles, "pages/challenge.html"))
+var challengePage = template.Must(template.ParseFS(pageFiles, "pages/challenge.html", "pages/base.html"))
 
 // challengePageData fills the page a person sees while a palm challenge is open: the
 // agent owner's registration page and the login page.
