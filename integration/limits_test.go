@@ -308,8 +308,8 @@ func TestLimitsRateLimitRefill(t *testing.T) {
 	burst("after 1.1 s")
 }
 
-// TestLimitsPendingSessions: a deviceId has at most 32 pending registration
-// sessions; ending one frees a place.
+// TestLimitsPendingSessions: a (deviceId, key) has at most 32 pending
+// registration sessions; ending one frees a place.
 func TestLimitsPendingSessions(t *testing.T) {
 	t.Parallel()
 	e := start(t, testserver.Options{Global: "rate_limit off"})
@@ -318,8 +318,9 @@ func TestLimitsPendingSessions(t *testing.T) {
 	for i := 0; i < 32; i++ {
 		sessions = append(sessions, e.initSession(t, a.registration(time.Now())))
 	}
-	if n := storeCounts(t, e)["agent/p"]; n != 32 {
-		t.Errorf("pending-session records: %d, want 32", n)
+	// One count record per (deviceId, key), whatever its number of sessions.
+	if n := storeCounts(t, e)["agent/pg"]; n != 1 {
+		t.Errorf("pending-count records: %d, want 1", n)
 	}
 	full := func() {
 		t.Helper()
@@ -333,7 +334,7 @@ func TestLimitsPendingSessions(t *testing.T) {
 	e.initSession(t, newAgent(t, "capped-agent").registration(time.Now()))
 	b := *a
 	b.deviceID = "capped-agent-2"
-	e.initSession(t, b.registration(time.Now()))
+	other := e.initSession(t, b.registration(time.Now()))
 
 	// A denied session frees its place: one more init, then full again.
 	c := e.verifyInfo(t, sessions[0])
@@ -344,17 +345,20 @@ func TestLimitsPendingSessions(t *testing.T) {
 	sessions = append(sessions[1:], e.initSession(t, a.registration(time.Now())))
 	full()
 
-	// A completed session frees its place too; the device is then registered,
-	// so a further init is 409, not 429.
-	before := storeCounts(t, e)["agent/p"]
-	c = e.verifyInfo(t, sessions[5])
+	// A completed session leaves its count too: capped-agent-2's, whose only
+	// session it was, is deleted. The device is then registered, so a further
+	// init is 409, not 429.
+	before := storeCounts(t, e)["agent/pg"]
+	c = e.verifyInfo(t, other)
 	e.devScan(t, c, e.subject("owner")).ExpectStatus(t, http.StatusOK)
-	if st := e.status(t, sessions[5].ID); str(st["status"]) != "completed" {
+	if st := e.status(t, other.ID); str(st["status"]) != "completed" {
 		t.Fatalf("scanned session: status %v, want completed", st["status"])
 	}
-	if after := storeCounts(t, e)["agent/p"]; after != before-1 {
-		t.Errorf("pending-session records %d after a completion, want %d", after, before-1)
+	if after := storeCounts(t, e)["agent/pg"]; after != before-1 {
+		t.Errorf("pending-count records %d after the completion of a count's only session, want %d", after, before-1)
 	}
+	e.do(t, "POST", "/v1/agent/register/init", b.registration(time.Now())).ExpectError(t, http.StatusConflict, "already_registered", "")
+	// capped-agent's key is now registered (to capped-agent-2).
 	e.do(t, "POST", "/v1/agent/register/init", a.registration(time.Now())).ExpectError(t, http.StatusConflict, "already_registered", "")
 }
 

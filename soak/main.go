@@ -67,7 +67,7 @@ import (
 // Record kinds the table shows (keys of GET /palmgate/stats).
 var (
 	// expiring kinds live at most a few minutes with the soak's lifetimes.
-	expiringKinds = []string{"agent/p", "agent/m", "oidc/code", "oidc/grant", "oidc/revoked"}
+	expiringKinds = []string{"agent/pg", "agent/m", "oidc/code", "oidc/grant", "oidc/revoked"}
 	// retainedKinds are kept past their expiry by design: a day once verified.
 	retainedKinds = []string{"agent/s", "palm/c", "oidc/ar"}
 	// permanentKinds are registered agents and their indexes.
@@ -750,7 +750,7 @@ func (l *load) printErrors() {
 // ---- output ----
 
 var columns = []string{"t_s", "rss_mb", "hwm_mb", "heap_mb", "disk_mb", "alloc_mb", "sst_mb", "vlog_mb", "mem_mb",
-	"records", "agent/s", "palm/c", "oidc/ar", "agent/p", "agent/m", "oidc/code", "oidc/grant", "oidc/revoked", "agent/d", "req_s", "errors"}
+	"records", "agent/s", "palm/c", "oidc/ar", "agent/pg", "agent/m", "oidc/code", "oidc/grant", "oidc/revoked", "agent/d", "req_s", "errors"}
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
 

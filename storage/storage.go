@@ -53,3 +53,20 @@ type Txn interface {
 	// matter (counting, say).
 	IterateKeys(prefix []byte, fn func(key []byte) (bool, error)) error
 }
+
+// Prefetcher is implemented by transactions whose reads each cost a round trip to a
+// database server: Prefetch reads the keys in one and keeps the answers for the
+// transaction's Gets of them. It changes no answer, only when the reading is done.
+type Prefetcher interface {
+	Prefetch(keys ...[]byte) error
+}
+
+// Prefetch tells txn that its Gets of keys are coming: a Txn that is a Prefetcher
+// reads them together now; any other reads each when asked. An error is a failure
+// of the transaction, as a Get's would be.
+func Prefetch(txn Txn, keys ...[]byte) error {
+	if p, ok := txn.(Prefetcher); ok {
+		return p.Prefetch(keys...)
+	}
+	return nil
+}

@@ -148,6 +148,14 @@ func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Sess
 	session.ChallengeID = ch.ID
 	replay := replayKey(messageSum(c))
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		// Every key read below, in one go where that saves round trips.
+		keys := [][]byte{replay, deviceKey(c.DeviceID), publicKeyKey(c.PublicKey)}
+		for _, pc := range pendingCounts(session) {
+			keys = append(keys, pc.key)
+		}
+		if err := storage.Prefetch(txn, keys...); err != nil {
+			return err
+		}
 		if _, err := txn.Get(replay); err == nil {
 			return newError(ErrInvalid, CodeReplayed, "this signed message was already used")
 		} else if !errors.Is(err, storage.ErrNotFound) {
@@ -174,55 +182,6 @@ func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Sess
 	return session, nil
 }
 
-// openPending records session as open under its (deviceId, key) and its address,
-// refusing it when either already has its maximum of open sessions. Each count is a
-// prefix scan, and a transaction's conflict check covers only the keys it read: two
-// concurrent Inits could each count one short and both succeed. Both read and
-// write the count's guard key too, so one of them conflicts and counts again.
-func (s *Service) openPending(txn storage.Txn, session *Session) error {
-	type count struct {
-		prefix, guard []byte
-		max           int
-		what          string
-	}
-	counts := []count{{pendingPrefix(session.DeviceID, session.PublicKey), pendingGuardKey(session.DeviceID, session.PublicKey), MaxPendingSessions, "this deviceId and publicKey"}}
-	if session.Address != "" { // "" when the edge counts no address (rate_limit off)
-		counts = append(counts, count{addressPrefix(session.Address), addressGuardKey(session.Address), MaxPendingSessionsPerAddress, "this client address"})
-	}
-	for _, c := range counts {
-		if _, err := txn.Get(c.guard); err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-		if err := txn.Set(c.guard, nil, s.sessionTTL); err != nil {
-			return err
-		}
-		n := 0
-		err := txn.IterateKeys(c.prefix, func([]byte) (bool, error) {
-			n++
-			return n < c.max, nil
-		})
-		if err != nil {
-			return err
-		}
-		if n >= c.max {
-			return newError(ErrTooManyPending, CodeTooManyPendingInits,
-				fmt.Sprintf("%s already has %d pending registration sessions; complete or let one expire", c.what, c.max))
-		}
-		if err := txn.Set(append(c.prefix, session.ID...), nil, s.sessionTTL); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// closePending removes session from the open counts.
-func closePending(txn storage.Txn, session *Session) error {
-	if err := txn.Delete(append(pendingPrefix(session.DeviceID, session.PublicKey), session.ID...)); err != nil {
-		return err
-	}
-	return txn.Delete(append(addressPrefix(session.Address), session.ID...))
-}
-
 func messageSum(c *Challenge) []byte {
 	h := sha256.New()
 	h.Write(c.PublicKey)
@@ -232,7 +191,11 @@ func messageSum(c *Challenge) []byte {
 
 // checkUnregistered returns ErrAlreadyRegistered when the device or key is taken.
 func checkUnregistered(txn storage.Txn, deviceID string, key []byte) error {
-	for _, k := range [][]byte{deviceKey(deviceID), publicKeyKey(key)} {
+	keys := [][]byte{deviceKey(deviceID), publicKeyKey(key)}
+	if err := storage.Prefetch(txn, keys...); err != nil {
+		return err
+	}
+	for _, k := range keys {
 		_, err := txn.Get(k)
 		if err == nil {
 			return newError(ErrAlreadyRegistered, CodeAlreadyRegistered, "an agent with this deviceId or publicKey is already registered")
@@ -303,6 +266,9 @@ type outcome struct{ s *Service }
 // was registered meanwhile, or its key is no longer accepted, which fails the
 // session.
 func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) error {
+	if err := storage.Prefetch(txn, sessionKey(c.Ref), humanKey(humanID)); err != nil {
+		return err
+	}
 	session, err := getSession(txn, c.Ref)
 	if err != nil {
 		return err
@@ -313,6 +279,14 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 	now := o.s.now().UTC()
 	key, err := ParsePublicKey(session.PublicKey)
 	if err == nil {
+		// The keys read below, in one go where that saves round trips.
+		keys := [][]byte{deviceKey(session.DeviceID), publicKeyKey(key)}
+		for _, pc := range pendingCounts(session) {
+			keys = append(keys, pc.key)
+		}
+		if err := storage.Prefetch(txn, keys...); err != nil {
+			return err
+		}
 		err = checkUnregistered(txn, session.DeviceID, key)
 	}
 	switch {
@@ -330,7 +304,7 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 		}
 		session.Status, session.RegisteredAt = SessionCompleted, Time(now)
 	}
-	if err := closePending(txn, session); err != nil {
+	if err := closePending(txn, session, o.s.now()); err != nil {
 		return err
 	}
 	return o.s.putSession(txn, session)
@@ -354,7 +328,7 @@ func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
 		return nil
 	}
 	session.Status = SessionFailed
-	if err := closePending(txn, session); err != nil {
+	if err := closePending(txn, session, o.s.now()); err != nil {
 		return err
 	}
 	return o.s.putSession(txn, session)

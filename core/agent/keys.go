@@ -12,14 +12,13 @@ import (
 //
 //	agent/s/{sessionId}        -> session (JSON), kept a day past its expiry
 //	agent/m/{sha256(key, msg)} -> replay marker of an accepted registration message
-//	agent/p/{deviceId}0x00{public key (SPKI base64)}0x00{sessionId} -> empty: a pending session
-//	                              of the device and key, until it expires
-//	agent/pg/{deviceId}0x00{public key} -> empty: read and written by every Init of the
-//	                              device and key, so that concurrent Inits conflict (a scan
-//	                              that finds nothing does not)
-//	agent/pa/{address}0x00{sessionId} -> empty: a pending session opened from the client
-//	                              address, until it expires
-//	agent/pag/{address}        -> empty: the guard of the address's count, as agent/pg/
+//	agent/pg/{deviceId}0x00{public key (SPKI base64)} -> the pending sessions of the device
+//	                              and key (JSON: id and expiry of each; see pending.go),
+//	                              kept until the last one expires
+//	agent/pag/{address}        -> the pending sessions opened from the client address, as
+//	                              agent/pg/
+//	(agent/p/ and agent/pa/, one key per pending session, are no longer written; those
+//	of earlier releases expire unread.)
 //	agent/d/{deviceId}         -> registered agent (JSON)
 //	agent/k/{hex public key}   -> deviceId of the agent registered with that key, 0x00, and a
 //	                              copy of its agent/d/ record (entries written before the
@@ -32,18 +31,14 @@ import (
 
 func sessionKey(id string) []byte { return []byte("agent/s/" + id) }
 func replayKey(sum []byte) []byte { return append([]byte("agent/m/"), sum...) }
-func pendingPrefix(deviceID, key string) []byte {
-	return []byte("agent/p/" + deviceID + "\x00" + key + "\x00")
-}
-func pendingGuardKey(deviceID, key string) []byte {
+func pendingKey(deviceID, key string) []byte {
 	return []byte("agent/pg/" + deviceID + "\x00" + key)
 }
-func addressPrefix(address string) []byte   { return []byte("agent/pa/" + address + "\x00") }
-func addressGuardKey(address string) []byte { return []byte("agent/pag/" + address) }
-func deviceKey(deviceID string) []byte      { return []byte("agent/d/" + deviceID) }
-func publicKeyKey(key []byte) []byte        { return []byte("agent/k/" + hex.EncodeToString(key)) }
-func humanKey(humanID string) []byte        { return []byte("agent/h/" + humanID) }
-func leaderboardPrefix() []byte             { return []byte("agent/lb/") }
+func addressPendingKey(address string) []byte { return []byte("agent/pag/" + address) }
+func deviceKey(deviceID string) []byte        { return []byte("agent/d/" + deviceID) }
+func publicKeyKey(key []byte) []byte          { return []byte("agent/k/" + hex.EncodeToString(key)) }
+func humanKey(humanID string) []byte          { return []byte("agent/h/" + humanID) }
+func leaderboardPrefix() []byte               { return []byte("agent/lb/") }
 func leaderboardKey(h humanStats, humanID string) []byte {
 	k := leaderboardPrefix()
 	k = binary.BigEndian.AppendUint64(k, math.MaxUint64-uint64(h.AgentCount))

@@ -33,6 +33,16 @@ func TestPendingCapPerKey(t *testing.T) {
 	if _, err := h.reg.Init(ctx, real.registration(t, h.clock.Now()), ""); err != nil {
 		t.Errorf("the real agent's Init after %d throwaway sessions: %v", 2*MaxPendingSessions-1, err)
 	}
+
+	// Sessions that expire leave the count: the first one opened under the full
+	// key (at the start) makes room for one more, and only one.
+	h.clock.Advance(testSessionTTL - time.Duration(MaxPendingSessions)*time.Millisecond)
+	if _, err := h.reg.Init(ctx, thief.registration(t, h.clock.Now()), ""); err != nil {
+		t.Errorf("Init once a pending session expired: %v", err)
+	}
+	// Signed a moment earlier: another message, still within the age window.
+	_, err = h.reg.Init(ctx, thief.registration(t, h.clock.Now().Add(-time.Millisecond)), "")
+	wantError(t, err, ErrTooManyPending, CodeTooManyPendingInits, "")
 }
 
 // TestPendingCapPerAddress: one client address may hold at most

@@ -334,7 +334,8 @@ func (s *Service) Complete(ctx context.Context, id, assertion string) (*Challeng
 	if claims.Challenge != id {
 		return nil, fmt.Errorf("%w: assertion is for another challenge", ErrBadAssertion)
 	}
-	return s.finish(ctx, id, claims.Nonce, ErrBadAssertion, func(txn storage.Txn, c *Challenge) error {
+	human := humanKey(claims.Issuer, claims.Subject)
+	return s.finish(ctx, id, claims.Nonce, ErrBadAssertion, [][]byte{human}, func(txn storage.Txn, c *Challenge) error {
 		humanID, err := s.humanFor(txn, claims.Issuer, claims.Subject)
 		if err != nil {
 			return err
@@ -349,7 +350,7 @@ func (s *Service) Complete(ctx context.Context, id, assertion string) (*Challeng
 
 // Deny records that the person declined challenge id.
 func (s *Service) Deny(ctx context.Context, id, nonce string) (*Challenge, error) {
-	return s.finish(ctx, id, nonce, ErrNotFound, func(txn storage.Txn, c *Challenge) error {
+	return s.finish(ctx, id, nonce, ErrNotFound, nil, func(txn storage.Txn, c *Challenge) error {
 		c.Status = StatusDenied
 		if o := s.outcomes[c.Purpose]; o != nil {
 			return o.Denied(txn, c)
@@ -376,10 +377,14 @@ func (s *Service) DevScan(ctx context.Context, id, nonce, palmSubject string) (*
 
 // finish moves a pending challenge to its end state in one transaction. The
 // nonce must be one a scan URL of the challenge carried recently (see nonceState);
-// an unknown one gives wrongNonce.
-func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error, end func(storage.Txn, *Challenge) error) (*Challenge, error) {
+// an unknown one gives wrongNonce. The keys of prefetch, which end reads, are read
+// with the challenge.
+func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error, prefetch [][]byte, end func(storage.Txn, *Challenge) error) (*Challenge, error) {
 	var done *Challenge
 	err := s.store.Update(ctx, func(txn storage.Txn) error {
+		if err := storage.Prefetch(txn, append([][]byte{challengeKey(id)}, prefetch...)...); err != nil {
+			return err
+		}
 		c, err := GetChallenge(txn, id)
 		if err != nil {
 			return err

@@ -30,8 +30,9 @@
 // server's statement_timeout (StatementTimeout) a statement, and a client-side bound
 // of ConnectTimeout+StatementTimeout+1s each round trip, for a connection that went
 // silent without an error (a network partition). A connection lost before an Update
-// asked to commit is retried on another one; lost during the commit, the outcome is
-// unknown and reported as such. Misconfiguration (a bad DSN, a wrong password, a
+// asked to commit is retried on another one; lost during the commit (which carries
+// the transaction's last writes, see txn), the outcome is unknown and reported as
+// such. Misconfiguration (a bad DSN, a wrong password, a
 // missing database) is not unavailability.
 //
 // CockroachDB. The SQL is kept to what CockroachDB also runs (no advisory locks, no
@@ -39,7 +40,9 @@
 // only PostgreSQL 15 is tested. Untested on CockroachDB, and so open to surprises:
 // the migrations (CockroachDB runs DDL inside a transaction with caveats, and its
 // schema changes are asynchronous), the interval arithmetic of Set, the
-// statement_timeout runtime parameter, the sweeper's DELETE with a subquery, and the
+// statement_timeout and plan_cache_mode runtime parameters, the batched statements
+// of txn.go (unnest joins, DELETE ... USING, a BEGIN pipelined with the first
+// statement), the sweeper's DELETE with a subquery, and the
 // retry loop under CockroachDB's own retry errors (also 40001, which it may return
 // from a View as well: View reports those as storage.ErrConflict instead of running
 // fn again).
@@ -85,7 +88,8 @@ const (
 	optimisticAttempts = 8
 	// maxUnavailableRetries bounds how many times an Update whose connection failed
 	// before it asked to commit (a pooled connection that a database restart broke,
-	// say) is run again on another connection.
+	// say) is run again on another connection, and how many times a transaction's
+	// first round trip is sent again on another one (see txn.roundTrip).
 	maxUnavailableRetries = 2
 	// minBackoff and maxBackoff bound the jittered exponential pause between
 	// attempts: the ceiling doubles per attempt from minBackoff up to maxBackoff and
@@ -128,7 +132,8 @@ type Config struct {
 type Stats struct {
 	// Retries is how many times an Update began again (running fn again) after a
 	// serialization failure, a deadlock or a connection lost before commit, plus how
-	// many times a View began again after a connection lost before fn ran.
+	// many times a transaction's first round trip was sent again on another
+	// connection after its connection was lost.
 	Retries uint64
 	// Conflicts is how many Updates gave up with storage.ErrConflict.
 	Conflicts uint64
@@ -158,6 +163,7 @@ type Store struct {
 	writeMu sync.RWMutex
 
 	retries, conflicts, swept atomic.Uint64
+	roundTrips                atomic.Uint64 // of transactions, for tests
 
 	migrated int // schema steps this Open applied (for tests)
 
@@ -260,6 +266,13 @@ func poolConfig(cfg Config) (*pgxpool.Config, error) {
 	if rp["application_name"] == "" {
 		rp["application_name"] = "palmgate"
 	}
+	// pgx prepares each statement once per connection; PostgreSQL would still plan
+	// the array ones at every run (their generic plan's estimate of ten keys looks
+	// dearer than a custom plan's few), at about the cost of running them. Their
+	// generic plans are the ones TestPointReadsUseHashIndex checks.
+	if rp["plan_cache_mode"] == "" {
+		rp["plan_cache_mode"] = "force_generic_plan"
+	}
 	return pcfg, nil
 }
 
@@ -352,6 +365,12 @@ const (
 	retryUnavailable
 )
 
+// Transactions begin with these statements (sent with their first statement).
+const (
+	beginUpdate = `BEGIN ISOLATION LEVEL SERIALIZABLE`
+	beginView   = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+)
+
 // attempt runs fn once in a new SERIALIZABLE transaction and commits it.
 func (s *Store) attempt(ctx context.Context, fn func(storage.Txn) error, exclusive bool) (retryKind, error) {
 	if exclusive {
@@ -361,20 +380,13 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Txn) error, exclusi
 		s.writeMu.RLock()
 		defer s.writeMu.RUnlock()
 	}
-	bctx, cancel := s.bound(ctx)
-	ptx, err := s.pool.BeginTx(bctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
-	cancel()
+	tx, err := s.newTxn(ctx, beginUpdate, false)
 	if err != nil {
-		err = s.wrap(ctx, "update: begin", err)
 		return retryOf(err), err
 	}
-	defer s.rollback(ptx)
-	tx := &txn{s: s, ctx: ctx, tx: ptx}
+	defer tx.end()
 	fnErr := fn(tx)
 	tx.done = true
-	if fnErr == nil {
-		tx.flush() // the queued writes; a failure is tx.err
-	}
 	if tx.err != nil {
 		// The transaction failed at a statement and is aborted, whatever fn made of
 		// the error: retry it, or report the failure rather than what fn returned.
@@ -383,10 +395,7 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Txn) error, exclusi
 	if fnErr != nil {
 		return noRetry, fnErr
 	}
-	cctx, cancel := s.bound(ctx)
-	defer cancel()
-	if err := ptx.Commit(cctx); err != nil {
-		err = s.wrap(ctx, "update: commit", err)
+	if err := tx.commit(); err != nil {
 		if errors.Is(err, storage.ErrUnavailable) {
 			// The commit may have happened: running fn again could apply it twice.
 			return noRetry, fmt.Errorf("%w (the transaction may or may not have committed)", err)
@@ -394,6 +403,27 @@ func (s *Store) attempt(ctx context.Context, fn func(storage.Txn) error, exclusi
 		return retryOf(err), err
 	}
 	return noRetry, nil
+}
+
+// newTxn returns a transaction on a connection from the pool, to begin with the
+// statement begin.
+func (s *Store) newTxn(ctx context.Context, begin string, readOnly bool) (*txn, error) {
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &txn{s: s, ctx: ctx, conn: conn, begin: begin, readOnly: readOnly}, nil
+}
+
+// acquire takes a connection from the pool, waiting at most clientTimeout.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	conn, err := s.pool.Acquire(bctx)
+	if err != nil {
+		return nil, s.wrap(ctx, "connect", err)
+	}
+	return conn, nil
 }
 
 // retryOf says whether an error wrapped by wrap is worth another attempt: a
@@ -412,51 +442,36 @@ func retryOf(err error) retryKind {
 
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot of the
 // database for the whole of fn. Set and Delete inside it return an error. fn runs
-// once; a connection lost before it started is retried on another connection.
+// once; a connection lost before its first read was answered is replaced by another.
 func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("pgstore: view: %w", err)
-		}
-		bctx, cancel := s.bound(ctx)
-		ptx, err := s.pool.BeginTx(bctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-		cancel()
-		if err != nil {
-			err = s.wrap(ctx, "view: begin", err)
-			if retryOf(err) == noRetry || attempt > maxUnavailableRetries {
-				return err
-			}
-			s.retries.Add(1)
-			if err := sleep(ctx, backoff(attempt)); err != nil {
-				return fmt.Errorf("pgstore: view: %w", err)
-			}
-			continue
-		}
-		defer s.rollback(ptx)
-		tx := &txn{s: s, ctx: ctx, tx: ptx, readOnly: true}
-		fnErr := fn(tx)
-		tx.done = true
-		if tx.err != nil {
-			if errors.Is(tx.err, errRetryable) {
-				return fmt.Errorf("%w: %w", storage.ErrConflict, tx.err)
-			}
-			return tx.err
-		}
-		if fnErr != nil {
-			return fnErr
-		}
-		// Ending a read-only transaction commits nothing; its failure (a connection
-		// lost after fn read everything) changes nothing either.
-		cctx, cancel := s.bound(ctx)
-		defer cancel()
-		ptx.Commit(cctx)
-		return nil
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: view: %w", err)
 	}
+	tx, err := s.newTxn(ctx, beginView, true)
+	if err != nil {
+		return err
+	}
+	defer tx.end()
+	fnErr := fn(tx)
+	tx.done = true
+	if tx.err != nil {
+		if errors.Is(tx.err, errRetryable) {
+			return fmt.Errorf("%w: %w", storage.ErrConflict, tx.err)
+		}
+		return tx.err
+	}
+	if fnErr != nil {
+		return fnErr
+	}
+	// Ending a read-only transaction commits nothing; its failure (a connection
+	// lost after fn read everything) changes nothing either.
+	tx.commit()
+	return nil
 }
 
 // Close stops the sweeper and closes the connections, after waiting for the

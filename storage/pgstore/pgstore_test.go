@@ -1032,32 +1032,54 @@ func BenchmarkUpdate(b *testing.B) {
 func TestPointReadsUseHashIndex(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	s := closeT(t, openT(t, config(t, dsn)))
-	for i := range 200 {
-		if err := s.Update(t.Context(), func(tx storage.Txn) error {
-			return tx.Set([]byte(fmt.Sprintf("agent/d/device-%04d", i)), []byte("v"), 0)
-		}); err != nil {
-			t.Fatal(err)
+	// Enough records for the B-tree to tempt the planner: with 5000 of them it
+	// plans key = ANY($1) on the B-tree.
+	if err := s.Update(t.Context(), func(tx storage.Txn) error {
+		for i := range 5000 {
+			if err := tx.Set([]byte(fmt.Sprintf("agent/d/device-%04d", i)), []byte(strings.Repeat("v", 200)), 0); err != nil {
+				return err
+			}
 		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	conn := sqlConn(t, dsn)
-	// A table this small is read whole; between the two indexes, the planner
-	// must prefer the hash one.
-	if _, err := conn.Exec(t.Context(), "ANALYZE palmgate_kv; SET enable_seqscan = off; SET enable_bitmapscan = off"); err != nil {
+	// Between the two indexes, the planner must prefer the hash one, with the
+	// parameters' values (a custom plan) and without (a generic one, which a
+	// statement prepared by pgx gets after five runs).
+	if _, err := conn.Exec(t.Context(), "ANALYZE palmgate_kv"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := conn.Query(t.Context(), "EXPLAIN "+sqlGet, []byte("agent/d/device-0077"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan strings.Builder
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
+	keys := [][]byte{[]byte("agent/d/device-0077"), []byte("agent/d/device-0078")}
+	for _, c := range []struct {
+		name, sql, settings string
+		arg                 any
+	}{
+		{"Get", sqlGet, "auto", keys[0]},
+		{"Get", sqlGet, "force_generic_plan", keys[0]},
+		{"Prefetch", sqlGetMany, "auto", keys},
+		{"Prefetch", sqlGetMany, "force_generic_plan", keys},
+		{"Delete", sqlDelete, "auto", keys},
+		{"Delete", sqlDelete, "force_generic_plan", keys},
+	} {
+		if _, err := conn.Exec(t.Context(), "SET plan_cache_mode = "+c.settings); err != nil {
 			t.Fatal(err)
 		}
-		plan.WriteString(line + "\n")
-	}
-	if !strings.Contains(plan.String(), "palmgate_kv_key_hash") {
-		t.Errorf("Get's plan does not use the hash index:\n%s", plan.String())
+		rows, err := conn.Query(t.Context(), "EXPLAIN "+c.sql, c.arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan strings.Builder
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan.WriteString(line + "\n")
+		}
+		if !strings.Contains(plan.String(), "palmgate_kv_key_hash") {
+			t.Errorf("%s's plan (plan_cache_mode %s) does not use the hash index:\n%s", c.name, c.settings, plan.String())
+		}
 	}
 }

@@ -310,6 +310,91 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		wantValue(t, s, "k", "v")
 	})
 
+	t.Run("Prefetch", func(t *testing.T) {
+		s := open(t)
+		set(t, s, "f/a", "a", 0)
+		set(t, s, "f/b", "b", 0)
+		update(t, s, func(tx storage.Txn) error {
+			if err := tx.Set([]byte("f/c"), []byte("c"), 0); err != nil {
+				return err
+			}
+			if err := storage.Prefetch(tx, []byte("f/a"), []byte("f/b"), []byte("f/c"), []byte("f/new"), []byte("f/a")); err != nil {
+				return err
+			}
+			if err := tx.Delete([]byte("f/b")); err != nil {
+				return err
+			}
+			if err := tx.Set([]byte("f/new"), []byte("new"), 0); err != nil {
+				return err
+			}
+			for key, want := range map[string]string{"f/a": "a", "f/c": "c", "f/new": "new", "f/b": ""} {
+				v, err := tx.Get([]byte(key))
+				switch {
+				case want == "" && !errors.Is(err, storage.ErrNotFound):
+					t.Errorf("Get(%s) after Prefetch and Delete = %q, %v; want storage.ErrNotFound", key, v, err)
+				case want != "" && (err != nil || string(v) != want):
+					t.Errorf("Get(%s) after Prefetch = %q, %v; want %q", key, v, err, want)
+				}
+			}
+			v, err := tx.Get([]byte("f/a"))
+			if err != nil {
+				return err
+			}
+			v[0] = 'X' // the caller's to change
+			if v, err := tx.Get([]byte("f/a")); err != nil || string(v) != "a" {
+				t.Errorf("Get(f/a) after changing a returned value = %q, %v; want %q", v, err, "a")
+			}
+			return nil
+		})
+		wantKVs(t, "Iterate after the Update", collect(t, s, "f/"), []kv{{"f/a", "a"}, {"f/c", "c"}, {"f/new", "new"}})
+		view(t, s, func(tx storage.Txn) error {
+			if err := storage.Prefetch(tx, []byte("f/a"), []byte("f/b")); err != nil {
+				return err
+			}
+			if v, err := tx.Get([]byte("f/a")); err != nil || string(v) != "a" {
+				t.Errorf("Get(f/a) after Prefetch in View = %q, %v; want %q", v, err, "a")
+			}
+			if _, err := tx.Get([]byte("f/b")); !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("Get(f/b) after Prefetch in View = %v; want storage.ErrNotFound", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("RepeatedWrites", func(t *testing.T) {
+		s := open(t)
+		set(t, s, "w/deleted", "old", 0)
+		set(t, s, "w/recreated", "old", 0)
+		update(t, s, func(tx storage.Txn) error {
+			for _, w := range []struct {
+				key, value string
+				ttl        time.Duration
+				del        bool
+			}{
+				{key: "w/k", value: "1"},
+				{key: "w/k", value: "2", ttl: time.Millisecond},
+				{key: "w/k", value: "3"}, // the last ttl counts: none
+				{key: "w/deleted", value: "new"},
+				{key: "w/deleted", del: true},
+				{key: "w/recreated", del: true},
+				{key: "w/recreated", value: "again"},
+			} {
+				var err error
+				if w.del {
+					err = tx.Delete([]byte(w.key))
+				} else {
+					err = tx.Set([]byte(w.key), []byte(w.value), w.ttl)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		time.Sleep(20 * time.Millisecond) // past the ttl the last Set replaced
+		wantKVs(t, "Iterate after repeated writes", collect(t, s, "w/"), []kv{{"w/k", "3"}, {"w/recreated", "again"}})
+	})
+
 	t.Run("AtomicIncrement", func(t *testing.T) {
 		s := open(t)
 		const workers, perWorker = 32, 20
