@@ -70,3 +70,23 @@ func Prefetch(txn Txn, keys ...[]byte) error {
 	}
 	return nil
 }
+
+// KeyReader is implemented by a Store that reads one key outside a transaction
+// more cheaply than View does (on a database server: one round trip, not three).
+type KeyReader interface {
+	ReadKey(ctx context.Context, key []byte) ([]byte, error)
+}
+
+// ReadKey returns the value of key, or ErrNotFound, as a View with one Get would.
+func ReadKey(ctx context.Context, s Store, key []byte) ([]byte, error) {
+	if r, ok := s.(KeyReader); ok {
+		return r.ReadKey(ctx, key)
+	}
+	var v []byte
+	err := s.View(ctx, func(txn Txn) error {
+		var err error
+		v, err = txn.Get(key)
+		return err
+	})
+	return v, err
+}

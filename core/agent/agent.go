@@ -209,12 +209,10 @@ func checkUnregistered(txn storage.Txn, deviceID string, key []byte) error {
 
 // Session returns a registration session with its status as of now.
 func (s *Service) Session(ctx context.Context, id string) (*Session, error) {
-	var session *Session
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		var err error
-		session, err = getSession(txn, id)
-		return err
-	})
+	if !validSessionID(id) {
+		return nil, errSessionNotFound()
+	}
+	session, err := records.Read[Session](ctx, s.store, sessionKey(id), errSessionNotFound(), "registration session "+id)
 	if err != nil {
 		return nil, err
 	}
@@ -228,12 +226,7 @@ func (s *Service) Challenge(ctx context.Context, session *Session, renew bool) (
 	if renew {
 		return s.palm.Renew(ctx, session.ChallengeID)
 	}
-	var c *palm.Challenge
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		var err error
-		c, err = palm.GetChallenge(txn, session.ChallengeID)
-		return err
-	})
+	c, err := palm.ReadChallenge(ctx, s.store, session.ChallengeID)
 	if err != nil {
 		return nil, err
 	}
@@ -242,11 +235,20 @@ func (s *Service) Challenge(ctx context.Context, session *Session, renew bool) (
 }
 
 func getSession(txn storage.Txn, id string) (*Session, error) {
-	notFound := newError(ErrSessionNotFound, CodeSessionNotFound, "registration session not found")
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		return nil, notFound
+	if !validSessionID(id) {
+		return nil, errSessionNotFound()
 	}
-	return records.Get[Session](txn, sessionKey(id), notFound, "registration session "+id)
+	return records.Get[Session](txn, sessionKey(id), errSessionNotFound(), "registration session "+id)
+}
+
+// validSessionID reports whether id has the form of a session id, a UUID.
+func validSessionID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil && len(id) == 36
+}
+
+func errSessionNotFound() error {
+	return newError(ErrSessionNotFound, CodeSessionNotFound, "registration session not found")
 }
 
 // putSession stores session, kept as palm.KeepFor says: a completed one a day, an

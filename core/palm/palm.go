@@ -284,24 +284,35 @@ func GetChallenge(txn storage.Txn, id string) (*Challenge, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.challenge(), nil
+}
+
+// ReadChallenge is GetChallenge on its own, outside a transaction.
+func ReadChallenge(ctx context.Context, store storage.Store, id string) (*Challenge, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
+	}
+	r, err := records.Read[record](ctx, store, challengeKey(id), ErrNotFound, "palm challenge "+id)
+	if err != nil {
+		return nil, err
+	}
+	return r.challenge(), nil
+}
+
+// challenge returns the challenge r stores.
+func (r *record) challenge() *Challenge {
 	c := r.Challenge
 	c.Ref, c.HumanID, c.scanIssuedAt, c.replaced = r.Ref, r.HumanID, r.ScanIssuedAt, r.Replaced
 	if c.scanIssuedAt.IsZero() { // written before scan URLs were renewed
 		c.scanIssuedAt = time.Time(c.ExpiresAt)
 		c.ScanExpiresAt = c.ExpiresAt
 	}
-	return &c, nil
+	return &c
 }
 
-// read reads challenge id in a transaction of its own.
+// read reads challenge id on its own.
 func (s *Service) read(ctx context.Context, id string) (*Challenge, error) {
-	var c *Challenge
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		var err error
-		c, err = GetChallenge(txn, id)
-		return err
-	})
-	return c, err
+	return ReadChallenge(ctx, s.store, id)
 }
 
 // Lookup returns challenge id for the mobile app that opened its scan URL: the

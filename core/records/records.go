@@ -7,6 +7,7 @@ package records
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +34,16 @@ func Kind(key []byte) string {
 // "grant 1234") for a record that is not a T.
 func Get[T any](txn storage.Txn, key []byte, notFound error, what string) (*T, error) {
 	b, err := txn.Get(key)
+	return decode[T](b, err, notFound, what)
+}
+
+// Read is Get on its own, outside a transaction (see storage.ReadKey).
+func Read[T any](ctx context.Context, s storage.Store, key []byte, notFound error, what string) (*T, error) {
+	b, err := storage.ReadKey(ctx, s, key)
+	return decode[T](b, err, notFound, what)
+}
+
+func decode[T any](b []byte, err error, notFound error, what string) (*T, error) {
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, notFound
 	}

@@ -79,6 +79,8 @@ type txn struct {
 	fetched map[string]fetched // keys read by Prefetch
 }
 
+var _ storage.Prefetcher = (*txn)(nil)
+
 // write is the last Set or Delete of a key.
 type write struct {
 	key    []byte

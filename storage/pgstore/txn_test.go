@@ -72,6 +72,13 @@ func TestRoundTrips(t *testing.T) {
 			t.Errorf("%s: %d round trips, want %d", c.name, got, c.want)
 		}
 	}
+	before := s.roundTrips.Load()
+	if v, err := storage.ReadKey(t.Context(), s, key("r/a")); err != nil || string(v) != "a" {
+		t.Errorf("ReadKey(r/a) = %q, %v", v, err)
+	}
+	if got := s.roundTrips.Load() - before; got != 1 {
+		t.Errorf("ReadKey: %d round trips, want 1", got)
+	}
 	var got []string
 	err := s.View(t.Context(), func(tx storage.Txn) error {
 		return tx.Iterate(key("r/"), func(k, v []byte) (bool, error) {
@@ -134,6 +141,14 @@ WHERE application_name = 'palmgate' AND pid <> pg_backend_pid()`).Scan(&n); err 
 	}
 	if s.Stats().Retries == retries {
 		t.Error("the View did not meet the terminated connection (Stats.Retries unchanged); the test proves nothing")
+	}
+	terminate()
+	retries = s.Stats().Retries
+	if v, err := storage.ReadKey(t.Context(), s, []byte("k")); err != nil || string(v) != "v" {
+		t.Errorf("ReadKey on a terminated connection = %q, %v; want v", v, err)
+	}
+	if s.Stats().Retries == retries {
+		t.Error("ReadKey did not meet the terminated connection (Stats.Retries unchanged)")
 	}
 	terminate()
 	if err := s.Update(t.Context(), func(tx storage.Txn) error {

@@ -361,6 +361,32 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		})
 	})
 
+	t.Run("ReadKey", func(t *testing.T) {
+		s := open(t)
+		set(t, s, "rk/a", "a", 0)
+		set(t, s, "rk/empty", "", 0)
+		set(t, s, "rk/short", "gone soon", time.Millisecond)
+		for key, want := range map[string]string{"rk/a": "a", "rk/empty": ""} {
+			if v, err := storage.ReadKey(t.Context(), s, []byte(key)); err != nil || string(v) != want || v == nil {
+				t.Errorf("ReadKey(%s) = %q (nil: %v), %v; want %q", key, v, v == nil, err, want)
+			}
+		}
+		if v, err := storage.ReadKey(t.Context(), s, []byte("rk/missing")); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("ReadKey(rk/missing) = %q, %v; want storage.ErrNotFound", v, err)
+		}
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			_, err := storage.ReadKey(t.Context(), s, []byte("rk/short"))
+			if errors.Is(err, storage.ErrNotFound) {
+				break
+			}
+			if err != nil || time.Now().After(deadline) {
+				t.Fatalf("ReadKey of a record with a 1ms ttl after %v: %v", 3*time.Second, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+
 	t.Run("RepeatedWrites", func(t *testing.T) {
 		s := open(t)
 		set(t, s, "w/deleted", "old", 0)
