@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1050,6 +1051,13 @@ func TestPointReadsUseHashIndex(t *testing.T) {
 	// statement prepared by pgx gets after five runs).
 	if _, err := conn.Exec(t.Context(), "ANALYZE palmgate_kv"); err != nil {
 		t.Fatal(err)
+	}
+	var options []string
+	if err := conn.QueryRow(t.Context(), `SELECT reloptions FROM pg_class WHERE relname = 'palmgate_kv_key_hash'`).Scan(&options); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(options, "fillfactor=25") {
+		t.Errorf("hash index options %v, want fillfactor=25 (migration 4)", options)
 	}
 	keys := [][]byte{[]byte("agent/d/device-0077"), []byte("agent/d/device-0078")}
 	for _, c := range []struct {

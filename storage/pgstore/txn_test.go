@@ -1,6 +1,8 @@
 package pgstore
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +160,47 @@ WHERE application_name = 'palmgate' AND pid <> pg_backend_pid()`).Scan(&n); err 
 		return tx.Set([]byte("k"), []byte("w"), 0)
 	}); err != nil {
 		t.Errorf("Update on a terminated connection: %v", err)
+	}
+}
+
+// TestUpgradeRebuildsHashIndex upgrades a database with records from schema 3:
+// migration 4 rebuilds the hash index with its new fill factor, and every record
+// is still read through it.
+func TestUpgradeRebuildsHashIndex(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	s := openT(t, config(t, dsn))
+	if err := s.Update(t.Context(), func(tx storage.Txn) error {
+		for i := range 2000 {
+			if err := tx.Set(fmt.Appendf(nil, "u/%04d", i), []byte("v"), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	conn := sqlConn(t, dsn)
+	if _, err := conn.Exec(t.Context(), `ALTER INDEX palmgate_kv_key_hash RESET (fillfactor);
+REINDEX INDEX palmgate_kv_key_hash; UPDATE palmgate_schema SET version = 3`); err != nil {
+		t.Fatal(err)
+	}
+	s = closeT(t, openT(t, config(t, dsn)))
+	if s.migrated != 1 {
+		t.Errorf("Open of a schema 3 database applied %d steps, want 1", s.migrated)
+	}
+	var options []string
+	if err := conn.QueryRow(t.Context(), `SELECT reloptions FROM pg_class WHERE relname = 'palmgate_kv_key_hash'`).Scan(&options); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(options, "fillfactor=25") {
+		t.Errorf("hash index options after the upgrade %v, want fillfactor=25", options)
+	}
+	for _, k := range []string{"u/0000", "u/1234", "u/1999"} {
+		if v, err := storage.ReadKey(t.Context(), s, []byte(k)); err != nil || string(v) != "v" {
+			t.Errorf("ReadKey(%s) after the upgrade = %q, %v", k, v, err)
+		}
 	}
 }
