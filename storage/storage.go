@@ -72,7 +72,7 @@ func Prefetch(txn Txn, keys ...[]byte) error {
 }
 
 // KeyReader is implemented by a Store that reads one key outside a transaction
-// more cheaply than View does (on a database server: one round trip, not three).
+// more cheaply than View does (on a database server: one round trip, not two).
 type KeyReader interface {
 	ReadKey(ctx context.Context, key []byte) ([]byte, error)
 }

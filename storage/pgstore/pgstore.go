@@ -163,7 +163,7 @@ type Store struct {
 	writeMu sync.RWMutex
 
 	retries, conflicts, swept atomic.Uint64
-	roundTrips                atomic.Uint64 // of transactions, for tests
+	roundTrips                atomic.Uint64 // of transactions and ReadKey, for tests
 
 	migrated int // schema steps this Open applied (for tests)
 
