@@ -383,10 +383,17 @@ func (t *txn) commit() error {
 		return err
 	}
 	defer end()
-	if _, err := br.Exec(); err != nil {
+	tag, err := br.Exec()
+	if err != nil {
 		return t.fail("commit", err)
 	}
 	t.begun = false // ended
+	if tag.String() != "COMMIT" {
+		// A COMMIT of a transaction that failed earlier ends it with ROLLBACK and
+		// no error; every failure is caught before, but this one must not pass.
+		t.err = fmt.Errorf("pgstore: commit: the server answered %q: nothing was committed", tag.String())
+		return t.err
+	}
 	return nil
 }
 

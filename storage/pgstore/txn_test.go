@@ -204,3 +204,36 @@ REINDEX INDEX palmgate_kv_key_hash; UPDATE palmgate_schema SET version = 3`); er
 		}
 	}
 }
+
+// TestCommitOfAbortedTransaction: should the server's transaction have failed
+// without pgstore seeing the error, its COMMIT ends in ROLLBACK with no error;
+// the Update must report that nothing was committed.
+func TestCommitOfAbortedTransaction(t *testing.T) {
+	cfg := config(t, pgtest.DSN(t))
+	cfg.MaxConns = 1 // one connection, on which the statements below are prepared
+	s := closeT(t, openT(t, cfg))
+	if err := s.Update(t.Context(), func(tx storage.Txn) error { return tx.Set([]byte("b"), []byte("v"), 0) }); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Update(t.Context(), func(st storage.Txn) error {
+		tx := st.(*txn)
+		if err := tx.Set([]byte("a"), []byte("v"), 0); err != nil {
+			return err
+		}
+		// The write is sent with the scan, so that the COMMIT goes alone.
+		if err := tx.IterateKeys([]byte("a"), func([]byte) (bool, error) { return true, nil }); err != nil {
+			return err
+		}
+		// A failure behind the txn's back: the server's transaction is aborted.
+		if _, err := tx.conn.Exec(t.Context(), "SELECT 1/0"); err == nil {
+			t.Error("SELECT 1/0 succeeded")
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "nothing was committed") {
+		t.Errorf("Update whose server transaction had failed = %v, want the COMMIT's ROLLBACK reported", err)
+	}
+	if _, err := storage.ReadKey(t.Context(), s, []byte("a")); err != storage.ErrNotFound {
+		t.Errorf("ReadKey(a) = %v, want storage.ErrNotFound", err)
+	}
+}
