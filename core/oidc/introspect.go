@@ -68,12 +68,7 @@ func (s *Service) activeRefresh(ctx context.Context, token string) (*refreshClai
 	} else if err != nil || rc.GrantID == "" {
 		return nil, nil, nil
 	}
-	var g *grant
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		var err error
-		g, err = getGrant(txn, rc.GrantID)
-		return err
-	})
+	g, err := readGrant(ctx, s.store, rc.GrantID)
 	var oe *Error
 	if errors.As(err, &oe) {
 		return nil, nil, nil

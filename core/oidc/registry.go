@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -154,13 +155,7 @@ func (s *Service) getClientRecord(ctx context.Context, id string) (*clientRecord
 	if !validClientID(id) {
 		return nil, ErrClientNotFound
 	}
-	var rec *clientRecord
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		var err error
-		rec, err = readClient(txn, id)
-		return err
-	})
-	return rec, err
+	return records.Read[clientRecord](ctx, s.store, clientKey(id), ErrClientNotFound, "client "+id)
 }
 
 func validClientID(id string) bool {
@@ -173,18 +168,7 @@ func validClientID(id string) bool {
 }
 
 func readClient(txn storage.Txn, id string) (*clientRecord, error) {
-	b, err := txn.Get(clientKey(id))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, ErrClientNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	var rec clientRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("decoding client %s: %w", id, err)
-	}
-	return &rec, nil
+	return records.Get[clientRecord](txn, clientKey(id), ErrClientNotFound, "client "+id)
 }
 
 func writeClient(txn storage.Txn, rec *clientRecord) error {

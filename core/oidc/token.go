@@ -253,7 +253,16 @@ func (s *Service) putGrant(txn storage.Txn, id string, g *grant, ttl time.Durati
 }
 
 func getGrant(txn storage.Txn, id string) (*grant, error) {
-	return records.Get[grant](txn, grantKey(id), oauthError(ErrInvalidGrant, "the grant has expired or was revoked"), "grant "+id)
+	return records.Get[grant](txn, grantKey(id), errGrantGone(), "grant "+id)
+}
+
+// readGrant is getGrant on its own, outside a transaction.
+func readGrant(ctx context.Context, store storage.Store, id string) (*grant, error) {
+	return records.Read[grant](ctx, store, grantKey(id), errGrantGone(), "grant "+id)
+}
+
+func errGrantGone() error {
+	return oauthError(ErrInvalidGrant, "the grant has expired or was revoked")
 }
 
 // revokeGrant marks a grant revoked: its refresh tokens and access tokens stop
