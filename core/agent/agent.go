@@ -149,11 +149,7 @@ func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Sess
 	replay := replayKey(messageSum(c))
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		// Every key read below, in one go where that saves round trips.
-		keys := [][]byte{replay, deviceKey(c.DeviceID), publicKeyKey(c.PublicKey)}
-		for _, pc := range pendingCounts(session) {
-			keys = append(keys, pc.key)
-		}
-		if err := storage.Prefetch(txn, keys...); err != nil {
+		if err := storage.Prefetch(txn, append(admissionKeys(session, c.PublicKey), replay)...); err != nil {
 			return err
 		}
 		if _, err := txn.Get(replay); err == nil {
@@ -189,13 +185,19 @@ func messageSum(c *Challenge) []byte {
 	return h.Sum(nil)
 }
 
+// admissionKeys are the keys that opening or closing session reads besides the
+// session itself: its device and key (checkUnregistered) and its pending counts.
+func admissionKeys(session *Session, key []byte) [][]byte {
+	keys := [][]byte{deviceKey(session.DeviceID), publicKeyKey(key)}
+	for _, pc := range pendingCounts(session) {
+		keys = append(keys, pc.key)
+	}
+	return keys
+}
+
 // checkUnregistered returns ErrAlreadyRegistered when the device or key is taken.
 func checkUnregistered(txn storage.Txn, deviceID string, key []byte) error {
-	keys := [][]byte{deviceKey(deviceID), publicKeyKey(key)}
-	if err := storage.Prefetch(txn, keys...); err != nil {
-		return err
-	}
-	for _, k := range keys {
+	for _, k := range [][]byte{deviceKey(deviceID), publicKeyKey(key)} {
 		_, err := txn.Get(k)
 		if err == nil {
 			return newError(ErrAlreadyRegistered, CodeAlreadyRegistered, "an agent with this deviceId or publicKey is already registered")
@@ -282,11 +284,7 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 	key, err := ParsePublicKey(session.PublicKey)
 	if err == nil {
 		// The keys read below, in one go where that saves round trips.
-		keys := [][]byte{deviceKey(session.DeviceID), publicKeyKey(key)}
-		for _, pc := range pendingCounts(session) {
-			keys = append(keys, pc.key)
-		}
-		if err := storage.Prefetch(txn, keys...); err != nil {
+		if err := storage.Prefetch(txn, admissionKeys(session, key)...); err != nil {
 			return err
 		}
 		err = checkUnregistered(txn, session.DeviceID, key)

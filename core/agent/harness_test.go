@@ -24,7 +24,7 @@ func newFakeClock() *fakeClock {
 	return clocktest.New(time.Date(2026, 11, 21, 20, 0, 0, 123_000_000, time.UTC))
 }
 
-// harness is a registry on a real Badger store with a dev-mode palm service.
+// harness is a registry on storage/memstore with a dev-mode palm service.
 type harness struct {
 	clock *fakeClock
 	store storage.Store
@@ -34,7 +34,12 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	store := memstore.New() // core's rules, not Badger's, are under test
+	return newHarnessOn(t, memstore.New()) // core's rules, not a database's, are under test
+}
+
+// newHarnessOn is newHarness on store.
+func newHarnessOn(t *testing.T, store storage.Store) *harness {
+	t.Helper()
 	clock := newFakeClock()
 	p, err := palm.NewService(palm.Config{Store: store, Now: clock.Now, Issuer: testIssuer, Dev: true})
 	if err != nil {

@@ -277,7 +277,7 @@ func (s *Service) PutChallenge(txn storage.Txn, c *Challenge) error {
 
 // GetChallenge reads a challenge in txn, or returns ErrNotFound.
 func GetChallenge(txn storage.Txn, id string) (*Challenge, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !validChallengeID(id) {
 		return nil, ErrNotFound
 	}
 	r, err := records.Get[record](txn, challengeKey(id), ErrNotFound, "palm challenge "+id)
@@ -289,7 +289,7 @@ func GetChallenge(txn storage.Txn, id string) (*Challenge, error) {
 
 // ReadChallenge is GetChallenge on its own, outside a transaction.
 func ReadChallenge(ctx context.Context, store storage.Store, id string) (*Challenge, error) {
-	if _, err := uuid.Parse(id); err != nil {
+	if !validChallengeID(id) {
 		return nil, ErrNotFound
 	}
 	r, err := records.Read[record](ctx, store, challengeKey(id), ErrNotFound, "palm challenge "+id)
@@ -297,6 +297,13 @@ func ReadChallenge(ctx context.Context, store storage.Store, id string) (*Challe
 		return nil, err
 	}
 	return r.challenge(), nil
+}
+
+// validChallengeID reports whether id has the form of a challenge id, a UUID:
+// any other is not found without reading the store.
+func validChallengeID(id string) bool {
+	_, err := uuid.Parse(id)
+	return err == nil
 }
 
 // challenge returns the challenge r stores.
@@ -391,6 +398,9 @@ func (s *Service) DevScan(ctx context.Context, id, nonce, palmSubject string) (*
 // an unknown one gives wrongNonce. The keys of prefetch, which end reads, are read
 // with the challenge.
 func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error, prefetch [][]byte, end func(storage.Txn, *Challenge) error) (*Challenge, error) {
+	if !validChallengeID(id) {
+		return nil, ErrNotFound
+	}
 	var done *Challenge
 	err := s.store.Update(ctx, func(txn storage.Txn) error {
 		if err := storage.Prefetch(txn, append([][]byte{challengeKey(id)}, prefetch...)...); err != nil {

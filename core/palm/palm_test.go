@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +40,7 @@ func (o *recordingOutcome) Denied(txn storage.Txn, c *Challenge) error {
 	return nil
 }
 
-// palmHarness is a Service on a real Badger store, with two attestors the test
+// palmHarness is a Service on storage/memstore, with two attestors the test
 // controls (Ed25519 "engine-a", P-256 "engine-b"), and optionally dev mode.
 type palmHarness struct {
 	clock   *fakeClock
@@ -51,7 +52,7 @@ type palmHarness struct {
 
 func newPalmHarness(t *testing.T, dev bool) *palmHarness {
 	t.Helper()
-	store := memstore.New() // core's rules, not Badger's, are under test
+	store := memstore.New() // core's rules, not a database's, are under test
 	h := &palmHarness{
 		clock: newFakeClock(), store: store,
 		a: newEd25519Attestor(t, "engine-a"), b: newP256Attestor(t, "engine-b"),
@@ -427,7 +428,7 @@ func TestDevScan(t *testing.T) {
 }
 
 func TestNewService(t *testing.T) {
-	store := memstore.New() // core's rules, not Badger's, are under test
+	store := memstore.New() // core's rules, not a database's, are under test
 	ed := newEd25519Attestor(t, "engine-a")
 	tests := []struct {
 		name    string
@@ -457,5 +458,47 @@ func TestNewService(t *testing.T) {
 				t.Errorf("Dev() = %v, want %v", svc.Dev(), tt.dev)
 			}
 		})
+	}
+}
+
+// countingStore counts the transactions run on a Store.
+type countingStore struct {
+	storage.Store
+	n atomic.Int64
+}
+
+func (s *countingStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
+	s.n.Add(1)
+	return s.Store.Update(ctx, fn)
+}
+
+func (s *countingStore) View(ctx context.Context, fn func(storage.Txn) error) error {
+	s.n.Add(1)
+	return s.Store.View(ctx, fn)
+}
+
+// TestMalformedIDReadsNothing: a challenge id that is not a UUID is not found
+// without a transaction, on every path that takes one from a URL.
+func TestMalformedIDReadsNothing(t *testing.T) {
+	h := newPalmHarness(t, true)
+	store := &countingStore{Store: h.store}
+	svc, err := NewService(Config{Store: store, Now: h.clock.Now, Issuer: testIssuer, Attestors: []Attestor{h.a.attestor()}, Dev: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const id = "not-a-challenge-id"
+	for name, call := range map[string]func() error{
+		"Deny":    func() error { _, err := svc.Deny(ctx, id, "nonce"); return err },
+		"Lookup":  func() error { _, err := svc.Lookup(ctx, id, "nonce"); return err },
+		"Renew":   func() error { _, err := svc.Renew(ctx, id); return err },
+		"DevScan": func() error { _, err := svc.DevScan(ctx, id, "nonce", "alice"); return err },
+	} {
+		if err := call(); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s(%q) = %v, want ErrNotFound", name, id, err)
+		}
+	}
+	if n := store.n.Load(); n != 0 {
+		t.Errorf("%d transactions for malformed ids, want 0", n)
 	}
 }
