@@ -75,7 +75,6 @@ type txn struct {
 	err      error // the first statement that failed; the transaction is aborted
 
 	writes  map[string]*write  // the last write of each key, sent or not
-	unsent  int                // writes not yet sent
 	fetched map[string]fetched // keys read by Prefetch
 }
 
@@ -188,9 +187,6 @@ func (t *txn) reconnect() error {
 // queueWrites queues the unsent writes, in key order, as at most one INSERT and one
 // DELETE, and returns how many of each it queued.
 func (t *txn) queueWrites(b *pgx.Batch) (sets, dels int) {
-	if t.unsent == 0 {
-		return 0, 0
-	}
 	var setKeys, values, delKeys [][]byte
 	var micros []int64
 	for _, w := range t.sorted() {
@@ -229,7 +225,6 @@ func (t *txn) markSent() {
 	for _, w := range t.writes {
 		w.sent = true
 	}
-	t.unsent = 0
 }
 
 // Get returns the value of key, or storage.ErrNotFound.
@@ -355,14 +350,12 @@ func (t *txn) keep(key, value []byte, micros int64) error {
 		w = &write{key: bytes.Clone(key)}
 		t.writes[string(key)] = w
 	}
-	if !ok || w.sent {
-		t.unsent++
-	}
 	w.value, w.micros, w.sent = value, micros, false
 	return nil
 }
 
-// unsentUnder reports whether an unsent write has a key starting with prefix.
+// unsentUnder reports whether an unsent write has a key starting with prefix
+// (any unsent write, for the empty prefix).
 func (t *txn) unsentUnder(prefix []byte) bool {
 	for _, w := range t.writes {
 		if !w.sent && bytes.HasPrefix(w.key, prefix) {
@@ -375,7 +368,7 @@ func (t *txn) unsentUnder(prefix []byte) bool {
 // commit sends the unsent writes and the COMMIT in one round trip. A transaction
 // that has neither read nor written has nothing to commit.
 func (t *txn) commit() error {
-	if !t.begun && t.unsent == 0 {
+	if !t.begun && !t.unsentUnder(nil) {
 		return nil
 	}
 	br, end, err := t.roundTrip(true, true, func(b *pgx.Batch) { b.Queue(sqlCommit) })
