@@ -36,20 +36,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestCloseIdempotentAndUseAfterClose(t *testing.T) {
-	s := open(t, t.TempDir())
-	if err := s.Close(); err != nil {
-		t.Fatalf("first Close: %v", err)
-	}
-	if err := s.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
-	noop := func(storage.Txn) error { return nil }
-	if err := s.Update(t.Context(), noop); !errors.Is(err, ErrClosed) {
-		t.Errorf("Update after Close = %v, want ErrClosed", err)
-	}
-	if err := s.View(t.Context(), noop); !errors.Is(err, ErrClosed) {
-		t.Errorf("View after Close = %v, want ErrClosed", err)
-	}
+	storagetest.RunClosed(t, func(t *testing.T) storage.Store { return open(t, t.TempDir()) }, ErrClosed)
 }
 
 func TestCanceledContext(t *testing.T) {

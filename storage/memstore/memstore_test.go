@@ -14,3 +14,7 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestCloseIdempotentAndUseAfterClose(t *testing.T) {
+	storagetest.RunClosed(t, func(*testing.T) storage.Store { return New() }, ErrClosed)
+}

@@ -462,6 +462,28 @@ func RunReopen(t *testing.T, open func(t *testing.T) storage.Store) {
 	t.Run("Durable", func(t *testing.T) { durable(t, open) })
 }
 
+// RunClosed checks Close: a second Close returns nil, and Update, View and
+// storage.ReadKey on a closed store return errors wrapping closed.
+func RunClosed(t *testing.T, open func(t *testing.T) storage.Store, closed error) {
+	s := open(t)
+	if err := s.Close(); err != nil {
+		t.Fatalf("first Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	noop := func(storage.Txn) error { return nil }
+	if err := s.Update(t.Context(), noop); !errors.Is(err, closed) {
+		t.Errorf("Update after Close = %v, want %v", err, closed)
+	}
+	if err := s.View(t.Context(), noop); !errors.Is(err, closed) {
+		t.Errorf("View after Close = %v, want %v", err, closed)
+	}
+	if _, err := storage.ReadKey(t.Context(), s, []byte("k")); !errors.Is(err, closed) {
+		t.Errorf("ReadKey after Close = %v, want %v", err, closed)
+	}
+}
+
 // durable writes through one store, closes it and checks the writes through a
 // second one returned by open.
 func durable(t *testing.T, open func(t *testing.T) storage.Store) {
