@@ -70,6 +70,9 @@ func (c *StorageConfig) validate() error {
 // rather than opening it again.
 var stores = caddy.NewUsagePool()
 
+// sharedStore is what the usage pool holds. The app keeps the store itself, not
+// this wrapper: the embedded interface would hide the store's optional
+// capabilities (storage.KeyReader), and core would silently take the slower path.
 type sharedStore struct{ storage.Store }
 
 func (s sharedStore) Destruct() error { return s.Close() }
@@ -119,6 +122,6 @@ func (a *App) openStore() error {
 	if err != nil {
 		return err
 	}
-	a.storeKey, a.store = key, v.(sharedStore)
+	a.storeKey, a.store = key, v.(sharedStore).Store
 	return nil
 }
