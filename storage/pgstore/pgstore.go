@@ -15,6 +15,13 @@
 // login page should not (CockroachDB, serializable throughout, takes DEFERRABLE as a
 // no-op, and REPEATABLE READ as SERIALIZABLE unless told otherwise).
 //
+// Grouped commits. Under load, the concurrent Updates of one instance share one
+// SERIALIZABLE transaction, one group at a time (group.go): their fns run side by
+// side, their reads go out together round by round, and their writes with one
+// COMMIT; a member whose keys meet another member's writes runs alone afterwards.
+// Each Update has an outcome one of the serial orders gives, and a group's failure
+// only sends its members to run alone. Without load an Update runs alone.
+//
 // Time to live. Expiry is decided by the database's clock, not the instance's:
 // a record written with a ttl expires at now()+ttl (now() being the start of the
 // writing transaction) and every read skips records whose expires_at <= now(). Several
@@ -139,6 +146,8 @@ type Stats struct {
 	Conflicts uint64
 	// Swept is how many expired records the sweeper deleted.
 	Swept uint64
+	// Grouped is how many Updates committed in a group with others (group.go).
+	Grouped uint64
 }
 
 // Store is a storage.Store on a PostgreSQL database. It is safe for concurrent use.
@@ -164,6 +173,16 @@ type Store struct {
 
 	retries, conflicts, swept atomic.Uint64
 	roundTrips                atomic.Uint64 // of transactions and ReadKey, for tests
+
+	// group queues Updates for grouped commits (group.go), groupLimit is the
+	// bound on a group's members in force, and noGroups (for tests) turns
+	// grouping off.
+	group      grouping
+	groupLimit atomic.Int64
+	noGroups   bool
+	grouped    atomic.Uint64 // Updates committed in a group with others
+	// groupCommitHook, when set (by tests), is called before a group commits.
+	groupCommitHook func(*txn)
 
 	migrated int // schema steps this Open applied (for tests)
 
@@ -211,6 +230,7 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 		stopSweep: make(chan struct{}),
 		sweepDone: make(chan struct{}),
 	}
+	s.groupLimit.Store(maxGroupSize)
 	s.pool, err = pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: opening %s: %w", s.host, err)
@@ -315,7 +335,7 @@ func (s *Store) Database() string { return s.host }
 
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
-	return Stats{Retries: s.retries.Load(), Conflicts: s.conflicts.Load(), Swept: s.swept.Load()}
+	return Stats{Retries: s.retries.Load(), Conflicts: s.conflicts.Load(), Swept: s.swept.Load(), Grouped: s.grouped.Load()}
 }
 
 // Update runs fn in a SERIALIZABLE transaction and commits it when fn returns nil.
@@ -325,13 +345,23 @@ func (s *Store) Stats() Stats {
 // while no other Update of this store does; after 32 attempts in all Update gives up
 // with an error wrapping storage.ErrConflict. A connection lost before the commit
 // was asked for is retried twice on another connection. Errors reaching the database
-// wrap storage.ErrUnavailable. ctx bounds the whole, pauses included.
+// wrap storage.ErrUnavailable. ctx bounds the whole, pauses and the wait for a
+// group (group.go) included. fn must not wait for another Update of this store,
+// which may be waiting for fn's group.
 func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrClosed
 	}
+	if !s.noGroups {
+		return s.updateGrouped(ctx, fn)
+	}
+	return s.update(ctx, fn)
+}
+
+// update is Update on its own: fn's attempts in transactions of their own.
+func (s *Store) update(ctx context.Context, fn func(storage.Txn) error) error {
 	unavailable := 0
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {

@@ -219,6 +219,7 @@ func TestConflictRetry(t *testing.T) {
 func TestRetryDespiteSwallowedError(t *testing.T) {
 	cfg := config(t, pgtest.DSN(t))
 	s := closeT(t, openT(t, cfg))
+	s.noGroups = true // two transactions at once, not one group's turn after the other's
 	// Two transactions that each read both keys and write one: under SERIALIZABLE
 	// one must fail (write skew), whatever its fn does with the error.
 	ready := make(chan struct{})
