@@ -49,8 +49,8 @@
 // schema changes are asynchronous), the interval arithmetic of Set, the
 // statement_timeout and plan_cache_mode runtime parameters, the batched statements
 // of txn.go (unnest joins, DELETE ... USING, a BEGIN pipelined with the first
-// statement), the sweeper's DELETE with a subquery, and the
-// retry loop under CockroachDB's own retry errors (also 40001, which it may return
+// statement), the sweeper's DELETE with a subquery, grouped commits (group.go), and
+// the retry loop under CockroachDB's own retry errors (also 40001, which it may return
 // from a View as well: View reports those as storage.ErrConflict instead of running
 // fn again).
 package pgstore
