@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -73,9 +74,10 @@ type groupCall struct {
 type callOutcome int
 
 const (
-	callAlone callOutcome = iota // to be run as a plain Update
-	callDone                     // err is the Update's result
-	callPanic                    // fn panicked with panicked
+	callAlone  callOutcome = iota // to be run as a plain Update
+	callDone                      // err is the Update's result
+	callPanic                     // fn panicked with panicked
+	callGoexit                    // fn called runtime.Goexit
 )
 
 // result is the call's Update result, running it alone when the group did not
@@ -86,6 +88,8 @@ func (c *groupCall) result(s *Store) error {
 		return c.err
 	case callPanic:
 		panic(c.panicked)
+	case callGoexit:
+		runtime.Goexit()
 	}
 	return s.update(c.ctx, c.fn)
 }
@@ -196,8 +200,11 @@ func (s *Store) commitGroup(calls []*groupCall) bool {
 	defer tx.end()
 	members := s.runMembers(tx, calls)
 	for _, m := range members {
-		if m.didPanic {
+		switch {
+		case m.didPanic:
 			m.c.outcome, m.c.panicked = callPanic, m.panicked
+		case m.goexit:
+			m.c.outcome = callGoexit
 		}
 	}
 	if tx.err != nil {
@@ -278,7 +285,7 @@ func (s *Store) admit(members []*member) (readers, writers []*member) {
 	read := map[string]bool{}
 	for _, m := range members {
 		switch {
-		case m.didPanic || m.left:
+		case m.didPanic || m.goexit || m.left:
 		case m.fnErr != nil:
 			m.c.outcome, m.c.err = callDone, m.fnErr
 		case len(m.writes) == 0:
@@ -314,19 +321,24 @@ type member struct {
 	fnErr    error
 	didPanic bool
 	panicked any
+	goexit   bool // fn called runtime.Goexit (t.FailNow, say)
 }
 
 var _ storage.Prefetcher = (*member)(nil)
 
 func (m *member) run() {
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
 			m.didPanic, m.panicked = true, p
+		} else if !returned {
+			m.goexit = true
 		}
 		m.finished = true
 		m.events <- m
 	}()
 	m.fnErr = m.c.fn(m)
+	returned = true
 }
 
 // meets reports whether m reads or writes a key in written, or writes one in read.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,11 +103,11 @@ func increment(tx storage.Txn, key string) error {
 // TestGroupOutcomes runs one group whose members do each thing a member can, and
 // checks that every Update has the outcome it would have alone: the writers that
 // meet no other commit in the group, the second increment of a key runs alone
-// after the first, a member that iterates runs alone, a failed fn's error and a
-// panic reach their callers.
+// after the first, a member that iterates runs alone, a failed fn's error, a
+// panic and a runtime.Goexit reach their callers.
 func TestGroupOutcomes(t *testing.T) {
 	s := closeT(t, openT(t, config(t, pgtest.DSN(t))))
-	runs := make([]atomic.Int64, 6)
+	runs := make([]atomic.Int64, 7)
 	errBoom := errors.New("boom")
 	errs, panics := inGroup(t, s,
 		func(tx storage.Txn) error { runs[0].Add(1); return increment(tx, "hot") },
@@ -125,6 +126,12 @@ func TestGroupOutcomes(t *testing.T) {
 		},
 		func(tx storage.Txn) error { runs[4].Add(1); tx.Get([]byte("hot")); return errBoom },
 		func(tx storage.Txn) error { runs[5].Add(1); panic("member panic") },
+		func(tx storage.Txn) error {
+			runs[6].Add(1)
+			tx.Set([]byte("goexit"), []byte("x"), 0)
+			runtime.Goexit() // as t.FailNow does
+			return nil
+		},
 	)
 	for i, err := range errs[:4] {
 		if err != nil {
@@ -140,6 +147,9 @@ func TestGroupOutcomes(t *testing.T) {
 	if got := get(t, s, "hot"); got != "2" {
 		t.Errorf("hot = %s after two increments", got)
 	}
+	if got := get(t, s, "goexit"); got != "<none>" {
+		t.Errorf("the write of the member that called runtime.Goexit committed")
+	}
 	if got := get(t, s, "it/b"); got != "b" {
 		t.Errorf("it/b = %s", got)
 	}
@@ -147,7 +157,7 @@ func TestGroupOutcomes(t *testing.T) {
 	if got := get(t, s, "seen"); got != "it/b" {
 		t.Errorf("the iterating member saw %q, want it/b", got)
 	}
-	for i, want := range []int64{1, 2, 1, 2, 1, 1} {
+	for i, want := range []int64{1, 2, 1, 2, 1, 1, 1} {
 		if got := runs[i].Load(); got != want {
 			t.Errorf("member %d ran %d times, want %d", i, got, want)
 		}

@@ -146,7 +146,8 @@ type Stats struct {
 	Conflicts uint64
 	// Swept is how many expired records the sweeper deleted.
 	Swept uint64
-	// Grouped is how many Updates committed in a group with others (group.go).
+	// Grouped is how many writing Updates committed in a group with others
+	// (group.go).
 	Grouped uint64
 }
 
