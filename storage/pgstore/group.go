@@ -381,10 +381,7 @@ func (m *member) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	if w, ok := m.writes[string(key)]; ok {
-		if w.value == nil {
-			return nil, storage.ErrNotFound
-		}
-		return bytes.Clone(w.value), nil
+		return w.read()
 	}
 	m.reads[string(key)] = struct{}{}
 	f, ok := m.tx.fetched[string(key)]
@@ -427,16 +424,9 @@ func (m *member) Set(key, value []byte, ttl time.Duration) error {
 	if err := m.usable(); err != nil {
 		return err
 	}
-	if ttl < 0 {
-		return fmt.Errorf("pgstore: set: negative ttl %v", ttl)
-	}
-	micros := ttl.Microseconds()
-	if ttl > 0 && micros == 0 {
-		micros = 1
-	}
-	value = bytes.Clone(value)
-	if value == nil {
-		value = []byte{}
+	value, micros, err := setArgs(value, ttl)
+	if err != nil {
+		return err
 	}
 	m.writes[string(key)] = &write{key: bytes.Clone(key), value: value, micros: micros}
 	return nil

@@ -88,6 +88,14 @@ type write struct {
 	sent   bool
 }
 
+// read returns what a Get of the written key returns.
+func (w *write) read() ([]byte, error) {
+	if w.value == nil {
+		return nil, storage.ErrNotFound
+	}
+	return bytes.Clone(w.value), nil
+}
+
 // fetched is what Prefetch read of a key.
 type fetched struct {
 	value []byte
@@ -233,10 +241,7 @@ func (t *txn) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	if w, ok := t.writes[string(key)]; ok {
-		if w.value == nil {
-			return nil, storage.ErrNotFound
-		}
-		return bytes.Clone(w.value), nil
+		return w.read()
 	}
 	if f, ok := t.fetched[string(key)]; ok {
 		if !f.found {
@@ -315,18 +320,29 @@ func (t *txn) Prefetch(keys ...[]byte) error {
 // Set stores value under key. A ttl above zero makes the record expire ttl after
 // the transaction started, by the database's clock, to the microsecond.
 func (t *txn) Set(key, value []byte, ttl time.Duration) error {
+	value, micros, err := setArgs(value, ttl)
+	if err != nil {
+		return err
+	}
+	return t.keep(key, value, micros)
+}
+
+// setArgs returns the value and ttl of a Set as a write keeps them: a copy of
+// value (the caller may reuse its slices), never nil (which would be NULL), and
+// the ttl in microseconds, at least 1 when above zero.
+func setArgs(value []byte, ttl time.Duration) ([]byte, int64, error) {
 	if ttl < 0 {
-		return fmt.Errorf("pgstore: set: negative ttl %v", ttl)
+		return nil, 0, fmt.Errorf("pgstore: set: negative ttl %v", ttl)
 	}
 	micros := ttl.Microseconds()
 	if ttl > 0 && micros == 0 {
 		micros = 1
 	}
-	value = bytes.Clone(value) // kept: the caller may reuse its slices
+	value = bytes.Clone(value)
 	if value == nil {
-		value = []byte{} // nil would be NULL
+		value = []byte{}
 	}
-	return t.keep(key, value, micros)
+	return value, micros, nil
 }
 
 // Delete removes key; deleting a missing key is not an error.
