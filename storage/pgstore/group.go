@@ -165,13 +165,15 @@ func (s *Store) runGroup(calls []*groupCall) {
 		}
 		live = append(live, c)
 	}
-	switch len(live) {
-	case 0:
+	switch {
+	case len(live) == 0:
 		return
-	case 1:
-		// Its first attempt, in the group's turn, so that the Updates arriving
-		// meanwhile queue for the next group; retries (and their pauses) run
-		// outside it.
+	case len(live) == 1 && live[0] != calls[0]:
+		return // it runs alone, in its own goroutine: fn may panic
+	case len(live) == 1:
+		// The leader's first attempt, in the group's turn, so that the Updates
+		// arriving meanwhile queue for the next group; retries (and their
+		// pauses) run outside it.
 		c := live[0]
 		retry, err := s.attempt(c.ctx, c.fn, false)
 		if retry == noRetry {

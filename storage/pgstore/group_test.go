@@ -341,3 +341,48 @@ func TestLonePanicEndsTurn(t *testing.T) {
 		t.Errorf("the Update after the panic: %v", err)
 	}
 }
+
+// endedCtx is a context whose Err turns non-nil when end is set, without its Done
+// channel ever closing: a call taken into a group after its context ended.
+type endedCtx struct {
+	context.Context
+	end atomic.Bool
+}
+
+func (c *endedCtx) Err() error {
+	if c.end.Load() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestGroupLeaderEndedOtherPanics: when a group's leader's context has ended and
+// one other call is left, that call runs in its own goroutine, so its panic is
+// its caller's and not the leader's.
+func TestGroupLeaderEndedOtherPanics(t *testing.T) {
+	s := closeT(t, openT(t, config(t, pgtest.DSN(t))))
+	release := holdTurn(t, s)
+	leaderCtx := &endedCtx{Context: context.Background()}
+	leader, other := make(chan any, 1), make(chan any, 1)
+	var leaderErr error
+	go func() {
+		defer func() { leader <- recover() }()
+		leaderErr = s.Update(leaderCtx, func(tx storage.Txn) error { return tx.Set([]byte("l"), nil, 0) })
+	}()
+	waitQueued(t, s, 1)
+	go func() {
+		defer func() { other <- recover() }()
+		s.Update(context.Background(), func(storage.Txn) error { panic("other") })
+	}()
+	waitQueued(t, s, 2)
+	leaderCtx.end.Store(true)
+	release()
+	if p := <-leader; p != nil {
+		t.Errorf("the leader panicked with %v", p)
+	} else if !errors.Is(leaderErr, context.Canceled) {
+		t.Errorf("the leader's Update = %v, want context.Canceled", leaderErr)
+	}
+	if p := <-other; p != "other" {
+		t.Errorf("the other call's caller recovered %v, want its fn's panic", p)
+	}
+}
