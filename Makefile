@@ -52,9 +52,11 @@ bench: build
 	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -run '^TestServiceLoad$$' -v -count=1 -timeout 60m ./bench/service -args -load -load.duration=$(BENCH_DURATION) $(BENCHFLAGS)
 	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -run '^TestStorageLoad$$' -v -count=1 -timeout 60m ./bench/service -args -load -load.duration=$(BENCH_DURATION) $(BENCHFLAGS)
 
-## bench-go: the go test -bench suite (through Caddy, and bearer.Verifier alone)
+## bench-go: the go test -bench suite (through Caddy, and bearer.Verifier alone), and
+## pgstore's grouped commits on one and two stores of one database
 bench-go: build
 	PALMGATE_CADDY=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 3s ./bench
+	$(GO) test -run '^$$' -bench GroupedUpdates -benchtime 3s ./storage/pgstore
 
 clean:
 	rm -rf bin data
