@@ -48,23 +48,13 @@ func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*Signature
 	// no record to decode and no key to re-encode, unless the key was seen before.
 	deviceID, known := s.registeredKeys.get(c.PublicKey)
 	if !known {
-		err := s.store.View(ctx, func(txn storage.Txn) error {
-			v, err := txn.Get(publicKeyKey(c.PublicKey))
-			if errors.Is(err, storage.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
+		switch v, err := storage.ReadKey(ctx, s.store, publicKeyKey(c.PublicKey)); {
+		case err == nil:
 			deviceID, _ = parseKeyIndex(v)
 			known = true
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if known {
 			s.registeredKeys.put(c.PublicKey, deviceID)
+		case !errors.Is(err, storage.ErrNotFound):
+			return nil, err
 		}
 	}
 	return &SignatureCheck{Verified: c.Verify(), Registered: known && deviceID == c.DeviceID}, nil
@@ -95,25 +85,22 @@ func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*
 			return lookupOf(r), nil
 		}
 	}
+	v, err := storage.ReadKey(ctx, s.store, publicKeyKey(key))
+	if errors.Is(err, storage.ErrNotFound) {
+		return lookupOf(nil), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A key index written without its copy of the record names the device, whose
+	// record is read next: registrations never change, so the two reads agree.
 	var r *Registered
-	var deviceID string
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		v, err := txn.Get(publicKeyKey(key))
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var record []byte
-		deviceID, record = parseKeyIndex(v)
-		if record == nil {
-			r, err = getRegistered(txn, deviceID)
-			return err
-		}
+	deviceID, record := parseKeyIndex(v)
+	if record == nil {
+		r, err = s.readRegistered(ctx, deviceID)
+	} else {
 		r, err = decodeRegistered(deviceID, record)
-		return err
-	})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -131,19 +118,9 @@ func lookupOf(r *Registered) *Lookup {
 	return &Lookup{Registered: true, Verified: true, HumanID: r.HumanID, RegisteredAt: r.RegisteredAt}
 }
 
+// readRegistered returns the agent under deviceID, or nil when there is none.
 func (s *Service) readRegistered(ctx context.Context, deviceID string) (*Registered, error) {
-	var r *Registered
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		var err error
-		r, err = getRegistered(txn, deviceID)
-		return err
-	})
-	return r, err
-}
-
-// getRegistered returns the agent under deviceID, or nil when there is none.
-func getRegistered(txn storage.Txn, deviceID string) (*Registered, error) {
-	b, err := txn.Get(deviceKey(deviceID))
+	b, err := storage.ReadKey(ctx, s.store, deviceKey(deviceID))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}

@@ -141,3 +141,84 @@ func TestRegistrationWithoutReadHints(t *testing.T) {
 		t.Fatalf("session %s, want completed", got.Status)
 	}
 }
+
+// keyReads wraps a Store as a storage.KeyReader, counting its ReadKeys and Views:
+// on a database server a ReadKey is one round trip and a View two.
+type keyReads struct {
+	storage.Store
+	reads, views atomic.Int64
+}
+
+func (k *keyReads) ReadKey(ctx context.Context, key []byte) ([]byte, error) {
+	k.reads.Add(1)
+	return storage.ReadKey(ctx, k.Store, key)
+}
+
+func (k *keyReads) View(ctx context.Context, fn func(storage.Txn) error) error {
+	k.views.Add(1)
+	return k.Store.View(ctx, fn)
+}
+
+// TestLookupsReadOneKey: a lookup or signature check that palmgate does not
+// answer from memory reads one key with storage.ReadKey, not a View, found or not.
+func TestLookupsReadOneKey(t *testing.T) {
+	store := &keyReads{Store: memstore.New()}
+	a := newTestAgent(t, "one-key", "one-key")
+	newHarnessOn(t, store).register(t, a, "owner")
+	unknown := newTestAgent(t, "unknown", "unknown")
+	for _, c := range []struct {
+		name string
+		read func(h *harness) error
+	}{
+		{"device, registered", func(h *harness) error { _, err := h.reg.LookupDevice(t.Context(), a.deviceID); return err }},
+		{"device, unknown", func(h *harness) error { _, err := h.reg.LookupDevice(t.Context(), unknown.deviceID); return err }},
+		{"key, registered", func(h *harness) error { _, err := h.reg.LookupPublicKey(t.Context(), a.pub); return err }},
+		{"key, unknown", func(h *harness) error { _, err := h.reg.LookupPublicKey(t.Context(), unknown.pub); return err }},
+		{"signature, registered", func(h *harness) error { return verifyOnce(t, h, a) }},
+		{"signature, unknown", func(h *harness) error { return verifyOnce(t, h, unknown) }},
+	} {
+		h := newHarnessOn(t, store) // nothing remembered yet
+		store.reads.Store(0)
+		store.views.Store(0)
+		if err := c.read(h); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r, v := store.reads.Load(), store.views.Load(); r != 1 || v != 0 {
+			t.Errorf("%s: %d ReadKeys and %d Views, want 1 and 0", c.name, r, v)
+		}
+	}
+}
+
+func verifyOnce(t *testing.T, h *harness, a *testAgent) error {
+	c, err := ParseChallenge(mustJSON(t, a.fields("hello", 1)))
+	if err != nil {
+		return err
+	}
+	_, err = h.reg.VerifySignature(t.Context(), c)
+	return err
+}
+
+// TestLookupOldKeyIndex: a key index written before it held a copy of the agent's
+// record (only the deviceId) still finds the agent, with a second ReadKey.
+func TestLookupOldKeyIndex(t *testing.T) {
+	store := &keyReads{Store: memstore.New()}
+	a := newTestAgent(t, "old-index", "old-index")
+	humanID := newHarnessOn(t, store).register(t, a, "owner")
+	err := store.Update(t.Context(), func(txn storage.Txn) error {
+		return txn.Set(publicKeyKey(a.pub), []byte(a.deviceID), 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.reads.Store(0)
+	l, err := newHarnessOn(t, store).reg.LookupPublicKey(t.Context(), a.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Registered || l.HumanID != humanID {
+		t.Errorf("lookup = %+v, want registered to %s", l, humanID)
+	}
+	if r := store.reads.Load(); r != 2 {
+		t.Errorf("%d ReadKeys, want 2 (the index, then the agent)", r)
+	}
+}

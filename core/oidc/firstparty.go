@@ -14,25 +14,18 @@ import (
 // the token endpoint's) and returns the humanId of the person who logged in,
 // which only a first party may know.
 func (s *Service) RedeemFirstParty(ctx context.Context, clientID, code, redirectURI, verifier string) (string, error) {
-	var humanID string
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		b, err := txn.Get(codeKey(code))
-		if errors.Is(err, storage.ErrNotFound) {
-			return oauthError(ErrInvalidGrant, "unknown or expired code")
-		}
-		if err != nil {
-			return err
-		}
-		var rec codeRecord
-		if err := json.Unmarshal(b, &rec); err != nil {
-			return err
-		}
-		humanID = rec.HumanID
-		return nil
-	})
+	b, err := storage.ReadKey(ctx, s.store, codeKey(code))
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", oauthError(ErrInvalidGrant, "unknown or expired code")
+	}
 	if err != nil {
 		return "", err
 	}
+	var rec codeRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return "", err
+	}
+	humanID := rec.HumanID
 	// A code's human never changes: the exchange below decides whether it is good.
 	if _, err := s.ExchangeCode(ctx, clientID, code, redirectURI, verifier); err != nil {
 		return "", err
