@@ -181,7 +181,7 @@ type Store struct {
 	group      grouping
 	groupLimit atomic.Int64
 	noGroups   bool
-	grouped    atomic.Uint64 // Updates committed in a group with others
+	grouped    atomic.Uint64 // writing Updates committed in a group with others
 	// groupCommitHook, when set (by tests), is called before a group commits.
 	groupCommitHook func(*txn)
 
