@@ -142,7 +142,8 @@ func TestRegistrationWithoutReadHints(t *testing.T) {
 	}
 }
 
-// keyReads wraps a Store as a storage.KeyReader, counting its ReadKeys and Views:
+// keyReads wraps a Store as a storage.KeyReader, counting its ReadKeys and Views
+// (its reads of one key and its read transactions):
 // on a database server a ReadKey is one round trip and a View two.
 type keyReads struct {
 	storage.Store
