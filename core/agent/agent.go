@@ -146,12 +146,13 @@ func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Sess
 		return nil, err
 	}
 	session.ChallengeID = ch.ID
-	// The outcome reads these with the session: one round trip, not two.
+	// Init reads these, and so will the outcome, with the session: one round
+	// trip, not two.
 	ch.Reads = admissionKeys(session, c.PublicKey)
 	replay := replayKey(messageSum(c))
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		// Every key read below, in one go where that saves round trips.
-		if err := storage.Prefetch(txn, append(admissionKeys(session, c.PublicKey), replay)...); err != nil {
+		// Every key read below, in one go.
+		if err := storage.Prefetch(txn, append([][]byte{replay}, ch.Reads...)...); err != nil {
 			return err
 		}
 		if _, err := txn.Get(replay); err == nil {
