@@ -24,6 +24,8 @@ func init() {
 //	                             operators and tests, not for monitoring at high rates)
 //	/palmgate/clients[/...]      the clients: list, show, create, update, rotate the
 //	                             secret of and delete (admin_clients.go)
+//	DELETE /palmgate/portal/sessions/{owner}
+//	                             end a developer's portal sessions (admin_portal.go)
 type AdminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -41,6 +43,7 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/palmgate/stats", Handler: caddy.AdminHandlerFunc(stats)},
 		{Pattern: "/palmgate/clients", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/clients/", Handler: caddy.AdminHandlerFunc(adminClients)},
+		{Pattern: "/palmgate/portal/sessions/", Handler: caddy.AdminHandlerFunc(adminPortalSessions)},
 	}
 }
 

@@ -29,6 +29,7 @@ palmgate's command-line tools.
   caddy palmgate ` + migrateUsage + `
   caddy palmgate client add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--json]
   caddy palmgate client list|show <id>|update <id> ...|rotate-secret <id> [--grace 24h]|remove <id>
+  caddy palmgate portal end-sessions <owner> [--json]
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			hash := &cobra.Command{
@@ -57,6 +58,7 @@ API, autosave.json) never holds the secret in clear.
 			cmd.AddCommand(hash)
 			cmd.AddCommand(newMigrateCommand())
 			addClientCommands(cmd)
+			addPortalCommands(cmd)
 		},
 	})
 }

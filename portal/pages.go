@@ -62,7 +62,7 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, d *p
 
 // fail answers status with a page that says msg.
 func (p *Portal) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	p.render(w, r, status, &pageData{Title: http.StatusText(status), Session: p.session(r), Error: msg})
+	p.render(w, r, status, &pageData{Title: http.StatusText(status), Session: checkedSession(r), Error: msg})
 }
 
 func (p *Portal) showApp(w http.ResponseWriter, r *http.Request, s *session, ci *oidc.ClientInfo, secret, msg string) {

@@ -37,6 +37,8 @@ const DefaultSessionTTL = 2 * time.Hour
 // Config builds a Portal.
 type Config struct {
 	OIDC *oidc.Service
+	// Store keeps the live sessions (the store the provider runs on).
+	Store storage.Store
 	// Issuer is the service's public base URL (no path).
 	Issuer string
 	// Dev allows http redirect URIs on any host and says so on the page.
@@ -51,6 +53,7 @@ type Config struct {
 // Portal serves the developer portal.
 type Portal struct {
 	oidc       *oidc.Service
+	store      storage.Store
 	issuer     string
 	dev        bool
 	secure     bool
@@ -76,7 +79,7 @@ func StaticClient(issuer string) oidc.Client {
 // New builds the portal.
 func New(cfg Config) *Portal {
 	p := &Portal{
-		oidc: cfg.OIDC, issuer: cfg.Issuer, dev: cfg.Dev, logger: cfg.Logger, sessionTTL: cfg.SessionTTL, now: cfg.Now,
+		oidc: cfg.OIDC, store: cfg.Store, issuer: cfg.Issuer, dev: cfg.Dev, logger: cfg.Logger, sessionTTL: cfg.SessionTTL, now: cfg.Now,
 		secure: strings.HasPrefix(cfg.Issuer, "https://"),
 	}
 	if p.sessionTTL <= 0 {
@@ -120,10 +123,16 @@ func New(cfg Config) *Portal {
 func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.mux.ServeHTTP(w, r) }
 
 // authed runs h for a signed-in developer, after checking a POST's CSRF token; a
-// request without a session is sent to the home page (GET) or refused (POST).
+// request without a live session is sent to the home page (GET) or refused (POST),
+// and one whose session the store cannot confirm is answered 503.
 func (p *Portal) authed(h func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := p.session(r)
+		s, err := p.session(r)
+		if err != nil {
+			p.internal(w, r, err)
+			return
+		}
+		r = withSession(r, s)
 		if s == nil {
 			if r.Method == http.MethodGet {
 				http.Redirect(w, r, "/portal", http.StatusSeeOther)
@@ -147,8 +156,30 @@ func (p *Portal) authed(h func(http.ResponseWriter, *http.Request, *session)) ht
 	}
 }
 
+// sessionContextKey is the request context's key of the live session, for the
+// pages that show it (fail).
+type sessionContextKey struct{}
+
+func withSession(r *http.Request, s *session) *http.Request {
+	if s == nil {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), sessionContextKey{}, s))
+}
+
+// checkedSession is the live session authed or home found, or nil.
+func checkedSession(r *http.Request) *session {
+	s, _ := r.Context().Value(sessionContextKey{}).(*session)
+	return s
+}
+
 func (p *Portal) home(w http.ResponseWriter, r *http.Request) {
-	s := p.session(r)
+	s, err := p.session(r)
+	if err != nil {
+		p.internal(w, r, err)
+		return
+	}
+	r = withSession(r, s)
 	if s == nil {
 		p.render(w, r, http.StatusOK, &pageData{Title: "Developer portal"})
 		return
@@ -204,11 +235,21 @@ func (p *Portal) callback(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, err)
 		return
 	}
-	p.startSession(w, humanID)
+	if err := p.startSession(r.Context(), w, humanID); err != nil {
+		p.internal(w, r, err)
+		return
+	}
 	http.Redirect(w, r, "/portal", http.StatusSeeOther)
 }
 
-func (p *Portal) logout(w http.ResponseWriter, r *http.Request, _ *session) {
+// logout ends the session in the store, then drops its cookie: a copy of the
+// cookie kept elsewhere is refused too. When the store cannot be written the
+// session stays, and the developer is told so (503), not that they signed out.
+func (p *Portal) logout(w http.ResponseWriter, r *http.Request, s *session) {
+	if err := p.endSession(r.Context(), s); err != nil {
+		p.internal(w, r, err)
+		return
+	}
 	p.clearCookie(w, sessionCookie)
 	http.Redirect(w, r, "/portal", http.StatusSeeOther)
 }

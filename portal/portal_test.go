@@ -13,6 +13,7 @@ import (
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/memstore"
 )
 
@@ -29,6 +30,13 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 func newPortal(t *testing.T, issuer string) (*Portal, *clock) {
+	t.Helper()
+	p, _, c := newPortalStore(t, issuer)
+	return p, c
+}
+
+// newPortalStore is newPortal with its store.
+func newPortalStore(t *testing.T, issuer string) (*Portal, storage.Store, *clock) {
 	t.Helper()
 	ctx := context.Background()
 	store := memstore.New()
@@ -47,13 +55,15 @@ func newPortal(t *testing.T, issuer string) (*Portal, *clock) {
 		t.Fatal(err)
 	}
 	c := &clock{now: time.Now()}
-	return New(Config{OIDC: svc, Issuer: issuer, Now: c.Now, SessionTTL: time.Hour}), c
+	return New(Config{OIDC: svc, Store: store, Issuer: issuer, Now: c.Now, SessionTTL: time.Hour}), store, c
 }
 
 // signedIn returns the session cookie of a developer signed in as humanID.
 func signedIn(p *Portal, humanID string) *http.Cookie {
 	rec := httptest.NewRecorder()
-	p.startSession(rec, humanID)
+	if err := p.startSession(context.Background(), rec, humanID); err != nil {
+		panic(err)
+	}
 	return rec.Result().Cookies()[0]
 }
 

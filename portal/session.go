@@ -1,22 +1,34 @@
 package portal
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/storage"
 )
 
-// A developer's session is a signed cookie, not a store record: every instance on
-// the store checks it with the same key (oidc.Service.DerivedKey), and it ends when
-// it expires (SessionTTL after sign-in) or when the developer signs out (the cookie
-// is dropped). It holds the developer's humanId, which only their browser sees
-// (HttpOnly), and a random session id that keys the CSRF token.
+// A developer's session is a signed cookie and a store record. The cookie holds the
+// developer's humanId, which only their browser sees (HttpOnly), a random session
+// id that keys the CSRF token, and its expiry (SessionTTL after sign-in); every
+// instance on the store checks its signature with the same key
+// (oidc.Service.DerivedKey). The record (keys.go) says the session is live: each
+// portal request reads it from the store, with no cache, so a sign-out (which
+// deletes it) or an operator's EndSessions ends the session on every instance at
+// once, a replayed copy of the cookie included. A store that cannot be read admits
+// no cookie (the portal answers 503).
 type session struct {
 	HumanID string `json:"h"`
 	ID      string `json:"s"`
@@ -93,22 +105,86 @@ const (
 	loginTTL      = 15 * time.Minute
 )
 
-// session returns the request's live session, or nil.
-func (p *Portal) session(r *http.Request) *session {
+// storedSession is a live session's record.
+type storedSession struct {
+	Expires int64 `json:"e"`
+}
+
+// session returns the request's live session: nil without a cookie, with a
+// forged, expired or ended one; an error when the store cannot say.
+func (p *Portal) session(r *http.Request) (*session, error) {
 	c, err := r.Cookie(p.cookieName(sessionCookie))
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var s session
 	if !p.open("session", c.Value, &s) || s.HumanID == "" || s.ID == "" || p.now().Unix() >= s.Expires {
-		return nil
+		return nil, nil
 	}
-	return &s
+	if _, err := storage.ReadKey(r.Context(), p.store, sessionKey(s.HumanID, s.ID)); errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading a portal session: %w", err)
+	}
+	return &s, nil
 }
 
-func (p *Portal) startSession(w http.ResponseWriter, humanID string) {
+// startSession stores a new session of humanID, then sets its cookie.
+func (p *Portal) startSession(ctx context.Context, w http.ResponseWriter, humanID string) error {
 	s := session{HumanID: humanID, ID: randomString(16), Expires: p.now().Add(p.sessionTTL).Unix()}
+	rec, _ := json.Marshal(storedSession{Expires: s.Expires})
+	err := p.store.Update(ctx, func(txn storage.Txn) error {
+		return txn.Set(sessionKey(s.HumanID, s.ID), rec, p.sessionTTL)
+	})
+	if err != nil {
+		return fmt.Errorf("storing a portal session: %w", err)
+	}
 	p.setCookie(w, sessionCookie, p.seal("session", s), p.sessionTTL)
+	return nil
+}
+
+// endSession deletes s's record: its cookie, and every copy of it, is no session
+// from then on, on every instance.
+func (p *Portal) endSession(ctx context.Context, s *session) error {
+	err := p.store.Update(ctx, func(txn storage.Txn) error { return txn.Delete(sessionKey(s.HumanID, s.ID)) })
+	if err != nil {
+		return fmt.Errorf("ending a portal session: %w", err)
+	}
+	return nil
+}
+
+// ErrInvalidOwner is the error of EndSessions for an owner that is not a humanId.
+var ErrInvalidOwner = errors.New("portal: invalid owner")
+
+// EndSessions ends every portal session of the developer owner (a humanId: the
+// owner the registry records on their applications) on every instance on store,
+// and reports how many were live. The developer can sign in again.
+func EndSessions(ctx context.Context, store storage.Store, owner string) (int, error) {
+	if u, err := uuid.Parse(owner); err != nil || u.String() != owner {
+		return 0, &fault.Error{Class: fault.Invalid, Code: fault.CodeInvalidField, Kind: ErrInvalidOwner,
+			Message: "owner must be a developer's id (a client's owner, a lowercase uuid)", Details: map[string]any{"field": "owner"}}
+	}
+	var n int
+	err := store.Update(ctx, func(txn storage.Txn) error {
+		var keys [][]byte
+		if err := txn.IterateKeys(sessionPrefix(owner), func(k []byte) (bool, error) {
+			keys = append(keys, append([]byte(nil), k...))
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := txn.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ending the portal sessions of a developer: %w", err)
+	}
+	return n, nil
 }
 
 // csrfToken is the synchronizer token of the session's forms: an HMAC of its id.

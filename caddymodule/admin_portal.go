@@ -1,0 +1,44 @@
+package caddymodule
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/palmgate/palmgate/portal"
+)
+
+// The admin route of the developer portal's sessions (see AdminAPI):
+//
+//	DELETE /palmgate/portal/sessions/{owner}   end every portal session of the
+//	                                           developer owner (a client's "owner")
+//	                                           -> {"owner","ended"}
+//
+// The sessions end on every instance on the store at once: each portal request
+// reads its session from the store. The developer can sign in again.
+
+// endedSessions is the answer of the route.
+type endedSessions struct {
+	Owner string `json:"owner"`
+	Ended int    `json:"ended"`
+}
+
+// adminPortalSessions serves /palmgate/portal/sessions/{owner}.
+func adminPortalSessions(w http.ResponseWriter, r *http.Request) error {
+	owner, ok := strings.CutPrefix(r.URL.Path, "/palmgate/portal/sessions/")
+	if !ok || owner == "" {
+		return adminError(http.StatusNotFound, "no such route; DELETE /palmgate/portal/sessions/{owner}")
+	}
+	if r.Method != http.MethodDelete {
+		w.Header().Set("Allow", http.MethodDelete)
+		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; DELETE", r.Method)
+	}
+	app, err := activeApp()
+	if err != nil {
+		return err
+	}
+	n, err := portal.EndSessions(r.Context(), app.Store(), owner)
+	if err != nil {
+		return clientAdminError(err)
+	}
+	return writeAdminJSON(w, http.StatusOK, endedSessions{Owner: owner, Ended: n})
+}
