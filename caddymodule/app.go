@@ -40,6 +40,12 @@ const (
 	DefaultRateLimitRequests      = 120
 	DefaultRateLimitWindow        = time.Minute
 	DefaultMaxPending             = 50000
+	// DefaultPendingNetworkShare: a network's default cap is this fraction of the
+	// global one (781 of 50000), so filling the global cap takes 65 networks; but
+	// at least DefaultPendingNetworkFloor (or the whole cap, if lower), so that a
+	// small cap does not leave a network a handful of logins.
+	DefaultPendingNetworkShare = 64
+	DefaultPendingNetworkFloor = 100
 )
 
 // App is the palmgate identity service: it owns the store, the keys and the domain
@@ -90,13 +96,26 @@ type App struct {
 
 	// MaxPendingLogins caps the logins this instance started and that may still be
 	// unfinished (started within their lifetime plus 10 minutes): past it,
-	// /oauth2/authorize answers 503 with Retry-After, so a flood of unauthenticated
-	// requests fills a bounded amount of disk. -1 turns the cap off. Default: 50000.
+	// /oauth2/authorize answers 503 with Retry-After (the time until the oldest of
+	// them lapses), so a flood of unauthenticated requests fills a bounded amount of
+	// disk. -1 turns the cap off. Default: 50000.
 	MaxPendingLogins int `json:"max_pending_logins,omitempty"`
+
+	// MaxPendingLoginsPerNetwork caps, beneath MaxPendingLogins, those that one
+	// client network started (an IPv4 /24, an IPv6 /48, as the rate limit sees
+	// the client): past it that network gets 429 with Retry-After, and the others
+	// still get in. Counted only while the rate limit is on (with it off, every
+	// client may share one address). -1 turns it off. Default: a 64th of
+	// MaxPendingLogins (781 of 50000), at least 100 (or MaxPendingLogins if lower).
+	MaxPendingLoginsPerNetwork int `json:"max_pending_logins_per_network,omitempty"`
 
 	// MaxPendingRegistrations is the same cap for agent registration sessions, at
 	// /v1/agent/register/init. Default: 50000.
 	MaxPendingRegistrations int `json:"max_pending_registrations,omitempty"`
+
+	// MaxPendingRegistrationsPerNetwork is MaxPendingLoginsPerNetwork for agent
+	// registration sessions. Default: a 64th of MaxPendingRegistrations.
+	MaxPendingRegistrationsPerNetwork int `json:"max_pending_registrations_per_network,omitempty"`
 
 	// Clients are the OpenID Connect relying parties allowed to log users in.
 	Clients []Client `json:"clients,omitempty"`
@@ -196,6 +215,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 			palm.PurposeLogin:             a.MaxPendingLogins,
 			palm.PurposeAgentRegistration: a.MaxPendingRegistrations,
 		},
+		MaxPendingPerNetwork: map[palm.Purpose]int{
+			palm.PurposeLogin:             a.MaxPendingLoginsPerNetwork,
+			palm.PurposeAgentRegistration: a.MaxPendingRegistrationsPerNetwork,
+		},
 	})
 	if err != nil {
 		return err
@@ -248,9 +271,13 @@ func (a *App) setDefaults() {
 	defaultDuration(&a.AuthCodeTTL, DefaultAuthCodeTTL)
 	defaultDuration(&a.RegistrationSessionTTL, DefaultRegistrationSessionTTL)
 	defaultDuration(&a.ChallengeMaxAge, DefaultChallengeMaxAge)
-	for _, n := range []*int{&a.MaxPendingLogins, &a.MaxPendingRegistrations} {
-		if *n == 0 {
-			*n = DefaultMaxPending
+	for _, c := range [][2]*int{{&a.MaxPendingLogins, &a.MaxPendingLoginsPerNetwork}, {&a.MaxPendingRegistrations, &a.MaxPendingRegistrationsPerNetwork}} {
+		total, perNetwork := c[0], c[1]
+		if *total == 0 {
+			*total = DefaultMaxPending
+		}
+		if *perNetwork == 0 && *total > 0 {
+			*perNetwork = max(*total/DefaultPendingNetworkShare, min(*total, DefaultPendingNetworkFloor))
 		}
 	}
 	if a.RateLimit == nil {
@@ -300,6 +327,22 @@ func (a *App) Validate() error {
 	}
 	if a.MaxPendingLogins < -1 || a.MaxPendingRegistrations < -1 {
 		return errors.New("max_pending_logins, max_pending_registrations: must be at least 1, or -1 (off)")
+	}
+	for _, c := range []struct {
+		name              string
+		total, perNetwork int
+	}{
+		{"max_pending_logins", a.MaxPendingLogins, a.MaxPendingLoginsPerNetwork},
+		{"max_pending_registrations", a.MaxPendingRegistrations, a.MaxPendingRegistrationsPerNetwork},
+	} {
+		switch {
+		case c.perNetwork < -1:
+			return fmt.Errorf("%s per_network: must be at least 1, or -1 (off), got %d", c.name, c.perNetwork)
+		case c.perNetwork > 0 && c.total < 0:
+			return fmt.Errorf("%s per_network: needs the global cap, which is off", c.name)
+		case c.perNetwork > c.total:
+			return fmt.Errorf("%s per_network: %d is more than the global cap of %d", c.name, c.perNetwork, c.total)
+		}
 	}
 	if !a.RateLimit.Off && (a.RateLimit.Requests < 1 || a.RateLimit.Window < caddy.Duration(time.Second)) {
 		return errors.New("rate_limit: needs at least 1 request per window of at least 1s, or `off`")

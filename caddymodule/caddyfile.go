@@ -44,8 +44,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		rate_limit <requests> <window> | off
 //		registration_session_ttl <duration>
 //		challenge_max_age <duration>
-//		max_pending_logins <n> | off
-//		max_pending_registrations <n> | off
+//		max_pending_logins <n> | off [{ per_network <n> | off }]
+//		max_pending_registrations <n> | off [{ per_network <n> | off }]
 //		client <client_id> {
 //			secret <secret> | secret_hash <encoded hash>
 //			redirect_uri <uri> [<uri>...]
@@ -111,11 +111,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			a.RateLimit = rl
 		case "max_pending_logins", "max_pending_registrations":
-			target := &a.MaxPendingLogins
+			total, perNetwork := &a.MaxPendingLogins, &a.MaxPendingLoginsPerNetwork
 			if option == "max_pending_registrations" {
-				target = &a.MaxPendingRegistrations
+				total, perNetwork = &a.MaxPendingRegistrations, &a.MaxPendingRegistrationsPerNetwork
 			}
-			if err := parseCap(d, target); err != nil {
+			if err := parsePendingCap(d, total, perNetwork); err != nil {
 				return err
 			}
 		case "portal":
@@ -187,6 +187,7 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 
 // parseCap reads `<option> <n>` (n at least 1) or `<option> off` (-1).
 func parseCap(d *caddyfile.Dispenser, target *int) error {
+	option := d.Val()
 	var arg string
 	if err := singleArg(d, &arg); err != nil {
 		return err
@@ -197,9 +198,32 @@ func parseCap(d *caddyfile.Dispenser, target *int) error {
 	}
 	n, err := strconv.Atoi(arg)
 	if err != nil || n < 1 {
-		return d.Errf("%s: expected a number of at least 1 or `off`, got %q", d.Val(), arg)
+		return d.Errf("%s: expected a number of at least 1 or `off`, got %q", option, arg)
 	}
 	*target = n
+	return nil
+}
+
+// parsePendingCap reads `max_pending_… <n> | off`, with an optional block
+// `{ per_network <n> | off }`.
+func parsePendingCap(d *caddyfile.Dispenser, total, perNetwork *int) error {
+	option := d.Val()
+	if err := parseCap(d, total); err != nil {
+		return err
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "per_network":
+			if err := parseCap(d, perNetwork); err != nil {
+				return d.Errf("%s: %v", option, err)
+			}
+			if *total < 0 && *perNetwork > 0 {
+				return d.Errf("%s: per_network needs the global cap, which is off", option)
+			}
+		default:
+			return d.Errf("%s: unknown option %q", option, d.Val())
+		}
+	}
 	return nil
 }
 

@@ -90,6 +90,12 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"id_token_signed_response_alg HS256", "client demo {\n\tid_token_signed_response_alg HS256\n}", "id_token_signed_response_alg"},
 		{"id_token_signed_response_alg none", "client demo {\n\tid_token_signed_response_alg none\n}", "id_token_signed_response_alg"},
 		{"id_token_signed_response_alg in lower case", "client demo {\n\tid_token_signed_response_alg es256\n}", "id_token_signed_response_alg"},
+		{"max_pending_logins not a number", "max_pending_logins many", "max_pending_logins"},
+		{"per_network not a number", "max_pending_logins 100 {\n\tper_network many\n}", "max_pending_logins: per_network"},
+		{"per_network zero", "max_pending_registrations 100 {\n\tper_network 0\n}", "max_pending_registrations: per_network"},
+		{"per_network without value", "max_pending_logins 100 {\n\tper_network\n}", "per_network"},
+		{"per_network under a cap that is off", "max_pending_logins off {\n\tper_network 10\n}", "per_network needs the global cap"},
+		{"max_pending unknown option", "max_pending_logins 100 {\n\tper_address 10\n}", "per_address"},
 		{"portal with a word", "portal on", "portal"},
 		{"portal unknown option", "portal {\n\tcolour blue\n}", "colour"},
 		{"portal max_applications zero", "portal {\n\tmax_applications 0\n}", "max_applications"},
@@ -157,6 +163,11 @@ func TestValidate(t *testing.T) {
 		{"portal's client id", func(a *App) {
 			a.Clients = []Client{{ID: "palmgate-portal", Secret: "s"}}
 		}, "reserved"},
+		{"per_network below -1 (JSON config)", func(a *App) { a.MaxPendingLoginsPerNetwork = -2 }, "max_pending_logins per_network"},
+		{"per_network above the global cap", func(a *App) {
+			a.MaxPendingRegistrations, a.MaxPendingRegistrationsPerNetwork = 100, 101
+		}, "max_pending_registrations per_network"},
+		{"per_network without the global cap (JSON config)", func(a *App) { a.MaxPendingLogins = -1 }, "needs the global cap"},
 		{"client twice", func(a *App) {
 			c := Client{ID: "c", Secret: "s", RedirectURIs: []string{"https://a/cb"}}
 			a.Clients = []Client{c, c}
@@ -194,5 +205,36 @@ func TestCaddyfilePortalOff(t *testing.T) {
 	}
 	if !strings.Contains(string(got), `"portal":{"off":true}`) {
 		t.Errorf("portal off adapted to %s", got)
+	}
+}
+
+// TestPendingCapDefaults: a network's cap defaults to a 64th of its global cap
+// (781 of the default 50000, so filling the global cap takes 65 networks), at
+// least 100 or the whole cap if lower; with the global cap off it is off too,
+// and an explicit value stays.
+func TestPendingCapDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		total, perNetwork    int
+		wantTotal, wantPerNw int
+	}{
+		{"defaults", 0, 0, 50000, 781},
+		{"global set", 12800, 0, 12800, 200},
+		{"small global: the floor", 1000, 0, 1000, 100},
+		{"tiny global: the whole cap", 10, 0, 10, 10},
+		{"global off", -1, 0, -1, 0},
+		{"explicit", 1000, 200, 1000, 200},
+		{"explicit off", 1000, -1, 1000, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &App{MaxPendingLogins: tc.total, MaxPendingLoginsPerNetwork: tc.perNetwork,
+				MaxPendingRegistrations: tc.total, MaxPendingRegistrationsPerNetwork: tc.perNetwork}
+			a.setDefaults()
+			if a.MaxPendingLogins != tc.wantTotal || a.MaxPendingLoginsPerNetwork != tc.wantPerNw ||
+				a.MaxPendingRegistrations != tc.wantTotal || a.MaxPendingRegistrationsPerNetwork != tc.wantPerNw {
+				t.Errorf("caps %d/%d (logins), %d/%d (registrations); want %d/%d", a.MaxPendingLogins, a.MaxPendingLoginsPerNetwork,
+					a.MaxPendingRegistrations, a.MaxPendingRegistrationsPerNetwork, tc.wantTotal, tc.wantPerNw)
+			}
+		})
 	}
 }

@@ -30,8 +30,9 @@ type oauthErrorBody struct {
 // writeOAuthError answers an error in the OAuth dialect, the one place that maps
 // errors to it: a redirect when an authorization error carries a redirect_uri,
 // otherwise {"error","error_description"} with the status of the fault's class
-// (401 with a Basic challenge for invalid_client), 503 temporarily_unavailable
-// with Retry-After, and 500 server_error for the rest.
+// (401 with a Basic challenge for invalid_client), temporarily_unavailable with
+// Retry-After (503, or 429 for a network at its cap of pending logins), and 500
+// server_error for the rest.
 func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *apiError
 	if errors.As(err, &tooLarge) {
@@ -39,8 +40,10 @@ func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 		return
 	}
 	if d, ok := retryAfter(err); ok {
+		// 503, or 429 when the client's network is at its own cap.
+		e := v1Error(err)
 		setRetryAfter(w, d)
-		writeJSON(w, http.StatusServiceUnavailable, oauthErrorBody{Error: "temporarily_unavailable", Description: v1Error(err).Message})
+		writeJSON(w, e.Status, oauthErrorBody{Error: "temporarily_unavailable", Description: e.Message})
 		return
 	}
 	f, ok := oidc.OAuthFault(err)

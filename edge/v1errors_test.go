@@ -89,6 +89,7 @@ func TestV1ErrorCodes(t *testing.T) {
 		{"scan URL lapsed", palm.ErrScanLapsed, 410, "scan_url_expired"},
 		{"no dev attestor", palm.ErrNoDevAttestor, 404, "not_found"},
 		{"busy", &palm.BusyError{Purpose: palm.PurposeLogin, RetryAfter: time.Second}, 503, "too_many_pending_requests"},
+		{"network busy", &palm.BusyError{Purpose: palm.PurposeLogin, Network: "192.0.2.0/24", RetryAfter: time.Second}, 429, "too_many_pending_from_network"},
 		{"store down", fmt.Errorf("x: %w", storage.ErrUnavailable), 503, "storage_unavailable"},
 		{"body", fault.New(fault.Invalid, fault.CodeInvalidBody, "body is not a JSON object"), 400, "invalid_body"},
 		{"anything else", errors.New("boom"), 500, "internal_error"},
@@ -100,6 +101,30 @@ func TestV1ErrorCodes(t *testing.T) {
 			}
 			if tc.code != "internal_error" && tc.code != "storage_unavailable" && e.Message != tc.err.Error() {
 				t.Errorf("message %q, want %q", e.Message, tc.err.Error())
+			}
+		})
+	}
+}
+
+// TestOAuthBusy: at authorize, the global cap of pending logins answers 503 and a
+// network's own cap 429, both temporarily_unavailable with the Retry-After the
+// cap gave, rounded up to whole seconds.
+func TestOAuthBusy(t *testing.T) {
+	s := &Server{}
+	for _, tc := range []struct {
+		name   string
+		err    error
+		status int
+		retry  string
+	}{
+		{"global cap", &palm.BusyError{Purpose: palm.PurposeLogin, RetryAfter: 90*time.Second + time.Millisecond}, 503, "91"},
+		{"network cap", &palm.BusyError{Purpose: palm.PurposeLogin, Network: "2001:db8:1::/48", RetryAfter: 7 * time.Second}, 429, "7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			s.writeOAuthError(w, httptest.NewRequest("GET", "/oauth2/authorize", nil), tc.err)
+			if w.Code != tc.status || w.Header().Get("Retry-After") != tc.retry || !strings.Contains(w.Body.String(), `"error":"temporarily_unavailable"`) {
+				t.Errorf("answer %d, Retry-After %q, body %s; want %d, %s, temporarily_unavailable", w.Code, w.Header().Get("Retry-After"), w.Body, tc.status, tc.retry)
 			}
 		})
 	}

@@ -141,7 +141,7 @@ func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Sess
 		Status:    SessionPending,
 		ExpiresAt: Time(now.Add(s.sessionTTL).UTC()),
 	}
-	ch, err := s.palm.New(palm.PurposeAgentRegistration, session.ID, palm.Request{DeviceID: c.DeviceID, KeyFingerprint: Fingerprint(c.PublicKey)}, s.sessionTTL)
+	ch, err := s.palm.New(palm.PurposeAgentRegistration, session.ID, palm.Request{DeviceID: c.DeviceID, KeyFingerprint: Fingerprint(c.PublicKey), Address: address}, s.sessionTTL)
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,10 @@ type Browser struct {
 	// IP is the browser's address, and Summary its user agent in words ("Chrome on
 	// Windows"); the person's app shows both before they consent.
 	IP, Summary string
+	// Address is the browser's address as the edge counts it (an IPv6 one by its
+	// /64), which the per-network cap of pending logins counts the login under;
+	// "" when the edge counts no address (rate_limit off).
+	Address string
 }
 
 // MinBindingLen is the shortest binding secret Authorize accepts.
@@ -178,7 +182,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	ar.ID, ar.Status, ar.ExpiresAt, ar.BrowserHash = uuid.NewString(), RequestPending, now.Add(s.loginTTL), bindingHash(browser.Binding)
 	c, err := s.palm.New(palm.PurposeLogin, ar.ID, palm.Request{
 		ClientName: cl.name, Scopes: ar.Scopes, ScopeDescriptions: DescribeScopes(ar.Scopes),
-		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary,
+		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary, Address: browser.Address,
 	}, s.loginTTL)
 	if err != nil {
 		return nil, err

@@ -94,6 +94,10 @@ type Request struct {
 	// prints the same fingerprint.
 	DeviceID       string `json:"deviceId,omitempty"`
 	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+	// Address is the requesting client's address as the edge counts it (its
+	// address key), which the per-network cap counts the challenge under; "" when
+	// the edge counts no address (rate_limit off). Never stored or shown.
+	Address string `json:"-"`
 }
 
 // Challenge is one palm verification request.
@@ -186,6 +190,10 @@ type Config struct {
 	// MaxPending caps, per purpose, the unfinished challenges this instance keeps
 	// (see pendingCaps); zero or absent means no cap.
 	MaxPending map[Purpose]int
+	// MaxPendingPerNetwork caps, per purpose, those of them one client network
+	// (Network of Request.Address) created; zero or absent means no such cap. It
+	// applies only beneath a MaxPending cap.
+	MaxPendingPerNetwork map[Purpose]int
 }
 
 // NewService builds a Service from its configuration.
@@ -221,7 +229,7 @@ func NewService(cfg Config) (*Service, error) {
 		verifier: verifier,
 		dev:      dev,
 		outcomes: map[Purpose]Outcome{},
-		pending:  newPendingCaps(cfg.MaxPending),
+		pending:  newPendingCaps(cfg.MaxPending, cfg.MaxPendingPerNetwork),
 	}, nil
 }
 
@@ -234,10 +242,11 @@ func (s *Service) Dev() bool { return s.dev != nil }
 
 // New returns a fresh pending challenge that expires after ttl; PutChallenge
 // stores it, usually in the same transaction as the record named by ref. Past the
-// purpose's cap of unfinished challenges it returns a *BusyError.
+// purpose's cap of unfinished challenges, or its cap for the network of
+// req.Address, it returns a *BusyError.
 func (s *Service) New(purpose Purpose, ref string, req Request, ttl time.Duration) (*Challenge, error) {
 	now := s.now()
-	if err := s.pending.take(purpose, now, ttl+Grace); err != nil {
+	if err := s.pending.take(purpose, req.Address, now, ttl+Grace); err != nil {
 		return nil, err
 	}
 	nonce, err := newNonce()

@@ -2,6 +2,7 @@ package palm
 
 import (
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -9,84 +10,151 @@ import (
 )
 
 // BusyError refuses a new challenge while its purpose is at its cap of unfinished
-// challenges; the edge answers 503 with Retry-After.
+// challenges (503 at the edge), or while the client's network is at its own share
+// of that cap (429); either way with Retry-After.
 type BusyError struct {
-	Purpose    Purpose
+	Purpose Purpose
+	// Network is the client network (Network) at its cap, or "" for the global cap.
+	Network string
+	// RetryAfter is the time until the oldest challenge counted against the cap
+	// lapses (its record's lifetime ends), at least a second.
 	RetryAfter time.Duration
 }
 
 func (e *BusyError) Error() string {
+	if e.Network != "" {
+		return fmt.Sprintf("too many unfinished %s requests from this network; retry later", e.Purpose)
+	}
 	return fmt.Sprintf("too many unfinished %s requests; retry later", e.Purpose)
 }
 
-// CodeTooManyPending is the wire code of a BusyError.
-const CodeTooManyPending = "too_many_pending_requests"
+// Wire codes of a BusyError: the global cap, and a network's.
+const (
+	CodeTooManyPending            = "too_many_pending_requests"
+	CodeTooManyPendingFromNetwork = "too_many_pending_from_network"
+)
 
-// Fault is the error's fault in core's model: unavailable for now.
+// Fault is the error's fault in core's model: unavailable for now (the global
+// cap), or too many from this client's network (its own cap).
 func (e *BusyError) Fault() *fault.Error {
+	if e.Network != "" {
+		return &fault.Error{Class: fault.TooMany, Code: CodeTooManyPendingFromNetwork, Message: e.Error()}
+	}
 	return &fault.Error{Class: fault.Unavailable, Code: CodeTooManyPending, Message: e.Error()}
 }
 
-// pendingBucket is the width of the time slots the pending counter keeps.
-const pendingBucket = 10 * time.Second
+// Network is the network a client address is counted under by the per-network
+// caps: an IPv4 address's /24, an IPv6 address's /48 (a site's allocation; an
+// address given as the edge's /64 prefix, "2001:db8:1:2::/64", counts the same).
+// Anything else is its own network.
+func Network(address string) string {
+	ip := net.ParseIP(address)
+	if ip == nil {
+		if prefix, _, err := net.ParseCIDR(address); err == nil {
+			ip = prefix
+		}
+	}
+	switch {
+	case ip == nil:
+		return address
+	case ip.To4() != nil:
+		return ip.To4().Mask(net.CIDRMask(24, 32)).String() + "/24"
+	default:
+		return ip.Mask(net.CIDRMask(48, 128)).String() + "/48"
+	}
+}
 
 // pendingCaps bounds, per purpose, how many challenges this instance created within
-// the time their records can live unfinished (the request's lifetime plus Grace).
-// Every such record may still be on disk, so the cap bounds the disk a flood of
-// unauthenticated requests can fill, whatever its sources. The count lives in this
-// process: with several instances the bound is the sum of their caps, and a restart
-// starts it afresh. It never makes one instance accept what another refused, since
-// it only refuses.
+// the time their records can live unfinished (the request's lifetime plus Grace),
+// and, beneath that, how many of them one client network (Network) created. Every
+// such record may still be on disk, so the global cap bounds the disk a flood of
+// unauthenticated requests can fill, whatever its sources; the per-network cap
+// makes filling it take many networks, so one network cannot switch logins off for
+// everyone. The counts live in this process: with several instances the bound is
+// the sum of their caps, and a restart starts them afresh. They never make one
+// instance accept what another refused, since they only refuse.
+//
+// Memory: a counted challenge is one entry (its lapse time and network) until it
+// lapses, so at most the global cap of entries per purpose (a few MB at 50,000);
+// a network with nothing counted is forgotten. A per-network cap needs a global
+// one (the App refuses it alone).
 type pendingCaps struct {
 	mu     sync.Mutex
 	limits map[Purpose]int
-	counts map[Purpose]*window
+	perNet map[Purpose]int
+	counts map[Purpose]*pendingCount
 }
 
-// window counts events in time slots of pendingBucket, oldest first.
-type window struct {
-	slots []slot
-	total int
+// pendingCount is what one purpose has counted: every challenge's lapse time with
+// its network, oldest first, and each network's lapse times, oldest first.
+type pendingCount struct {
+	all  []lapse
+	nets map[string][]time.Time
 }
 
-type slot struct {
-	start time.Time
-	n     int
+type lapse struct {
+	at      time.Time
+	network string
 }
 
-func newPendingCaps(limits map[Purpose]int) *pendingCaps {
-	return &pendingCaps{limits: limits, counts: map[Purpose]*window{}}
+func newPendingCaps(limits, perNetwork map[Purpose]int) *pendingCaps {
+	return &pendingCaps{limits: limits, perNet: perNetwork, counts: map[Purpose]*pendingCount{}}
 }
 
-// take counts a new challenge of purpose p at now whose record can live span, or
-// returns a *BusyError when the cap is reached.
-func (c *pendingCaps) take(p Purpose, now time.Time, span time.Duration) error {
+// take counts a new challenge of purpose p from client address (the edge's
+// address key; "" counts it under no network) at now, whose record can live
+// span, or returns a *BusyError when the global cap or the address's network's
+// cap is reached.
+func (c *pendingCaps) take(p Purpose, address string, now time.Time, span time.Duration) error {
 	if c == nil || c.limits[p] <= 0 {
 		return nil
 	}
-	limit := c.limits[p]
+	limit, perNet := c.limits[p], c.perNet[p]
+	network := ""
+	if address != "" && perNet > 0 {
+		network = Network(address)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w := c.counts[p]
 	if w == nil {
-		w = &window{}
+		w = &pendingCount{nets: map[string][]time.Time{}}
 		c.counts[p] = w
 	}
-	cutoff := now.Add(-span)
-	for len(w.slots) > 0 && !w.slots[0].start.Add(pendingBucket).After(cutoff) {
-		w.total -= w.slots[0].n
-		w.slots = w.slots[1:]
+	w.prune(now)
+	if network != "" {
+		if mine := w.nets[network]; len(mine) >= perNet {
+			retry := mine[0].Sub(now)
+			if len(w.all) >= limit { // it must wait for the global cap too
+				retry = max(retry, w.all[0].at.Sub(now))
+			}
+			return &BusyError{Purpose: p, Network: network, RetryAfter: max(retry, time.Second)}
+		}
 	}
-	if w.total >= limit {
-		retry := w.slots[0].start.Add(pendingBucket).Sub(cutoff)
-		return &BusyError{Purpose: p, RetryAfter: max(retry, time.Second)}
+	if len(w.all) >= limit {
+		return &BusyError{Purpose: p, RetryAfter: max(w.all[0].at.Sub(now), time.Second)}
 	}
-	start := now.Truncate(pendingBucket)
-	if n := len(w.slots); n > 0 && w.slots[n-1].start.Equal(start) {
-		w.slots[n-1].n++
-	} else {
-		w.slots = append(w.slots, slot{start: start, n: 1})
+	at := now.Add(span)
+	w.all = append(w.all, lapse{at: at, network: network})
+	if network != "" {
+		w.nets[network] = append(w.nets[network], at)
 	}
-	w.total++
 	return nil
+}
+
+// prune forgets the challenges lapsed at now, and the networks left with none.
+// Entries join in the same order in all and in their network's list, so the
+// oldest of all is the oldest of its network.
+func (w *pendingCount) prune(now time.Time) {
+	for len(w.all) > 0 && !w.all[0].at.After(now) {
+		if n := w.all[0].network; n != "" {
+			if rest := w.nets[n][1:]; len(rest) > 0 {
+				w.nets[n] = rest
+			} else {
+				delete(w.nets, n)
+			}
+		}
+		w.all[0] = lapse{}
+		w.all = w.all[1:]
+	}
 }
