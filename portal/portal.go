@@ -235,7 +235,7 @@ func (p *Portal) callback(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, err)
 		return
 	}
-	if err := p.startSession(r.Context(), w, humanID); err != nil {
+	if err := p.startSession(r.Context(), w, r, humanID); err != nil {
 		p.internal(w, r, err)
 		return
 	}

@@ -61,7 +61,7 @@ func newPortalStore(t *testing.T, issuer string) (*Portal, storage.Store, *clock
 // signedIn returns the session cookie of a developer signed in as humanID.
 func signedIn(p *Portal, humanID string) *http.Cookie {
 	rec := httptest.NewRecorder()
-	if err := p.startSession(context.Background(), rec, humanID); err != nil {
+	if err := p.startSession(context.Background(), rec, httptest.NewRequest(http.MethodGet, "/portal/callback", nil), humanID); err != nil {
 		panic(err)
 	}
 	return rec.Result().Cookies()[0]

@@ -129,11 +129,22 @@ func (p *Portal) session(r *http.Request) (*session, error) {
 	return &s, nil
 }
 
-// startSession stores a new session of humanID, then sets its cookie.
-func (p *Portal) startSession(ctx context.Context, w http.ResponseWriter, humanID string) error {
+// startSession stores a new session of humanID, then sets its cookie. A session
+// the browser already had (whose cookie the new one replaces) ends in the same
+// transaction, so no copy of the replaced cookie outlives the sign-in.
+func (p *Portal) startSession(ctx context.Context, w http.ResponseWriter, r *http.Request, humanID string) error {
 	s := session{HumanID: humanID, ID: randomString(16), Expires: p.now().Add(p.sessionTTL).Unix()}
 	rec, _ := json.Marshal(storedSession{Expires: s.Expires})
+	var replaced session
+	if c, err := r.Cookie(p.cookieName(sessionCookie)); err != nil || !p.open("session", c.Value, &replaced) {
+		replaced = session{}
+	}
 	err := p.store.Update(ctx, func(txn storage.Txn) error {
+		if replaced.HumanID != "" && replaced.ID != "" {
+			if err := txn.Delete(sessionKey(replaced.HumanID, replaced.ID)); err != nil {
+				return err
+			}
+		}
 		return txn.Set(sessionKey(s.HumanID, s.ID), rec, p.sessionTTL)
 	})
 	if err != nil {

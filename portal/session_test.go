@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -169,4 +170,24 @@ func TestSessionStoreDown(t *testing.T) {
 	if apps, _ := p.oidc.ListClients(context.Background(), devA); len(apps) != 0 {
 		t.Errorf("a form posted while the store was down created %d applications", len(apps))
 	}
+}
+
+// TestSignInAgainEndsReplacedSession: a sign-in in a browser that already holds a
+// session replaces its cookie and ends the replaced session, so a copy of the old
+// cookie kept elsewhere is no session either.
+func TestSignInAgainEndsReplacedSession(t *testing.T) {
+	p, _, _ := newPortalStore(t, "http://127.0.0.1:8080")
+	old := signedIn(p, devA)
+	csrf := csrfOf(t, p, old)
+	req := httptest.NewRequest(http.MethodGet, "/portal/callback", nil)
+	req.AddCookie(old)
+	rec := httptest.NewRecorder()
+	if err := p.startSession(context.Background(), rec, req, devA); err != nil {
+		t.Fatal(err)
+	}
+	fresh := rec.Result().Cookies()[0]
+	if !signedInPage(serve(p, "GET", "/portal", nil, fresh).Body) {
+		t.Fatal("the new session is not signed in")
+	}
+	expectEnded(t, p, old, devA, csrf, "the replaced cookie")
 }
