@@ -71,7 +71,8 @@ type App struct {
 	PalmAttestors []PalmAttestor `json:"palm_attestors,omitempty"`
 
 	// PairwiseSecret keys the pairwise subject identifiers. Default: generated once
-	// and kept in the store.
+	// and kept in the store. Placeholders such as {env.PALMGATE_PAIRWISE_SECRET}
+	// work, and keep it out of the admin API and autosave.json.
 	PairwiseSecret string `json:"pairwise_secret,omitempty"`
 
 	// AccessTokenTTL is the lifetime of access tokens. Default: 1h.
@@ -201,6 +202,7 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults, opens the store and builds the services.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	a.warnSecretsInConfig(a.logger) // before setDefaults replaces the placeholders
 	a.setDefaults()
 	if err := a.Validate(); err != nil {
 		return err
@@ -290,6 +292,7 @@ func (a *App) setDefaults() {
 		defaultDuration(&a.RateLimit.Window, DefaultRateLimitWindow)
 	}
 	repl := caddy.NewReplacer()
+	a.PairwiseSecret = repl.ReplaceKnown(a.PairwiseSecret, "")
 	for i := range a.Clients {
 		a.Clients[i].Secret = repl.ReplaceKnown(a.Clients[i].Secret, "")
 		a.Clients[i].SecretHash = repl.ReplaceKnown(a.Clients[i].SecretHash, "")

@@ -38,7 +38,8 @@ func exampleCaddyfile(t *testing.T) string {
 // TestExampleAccessLogRedacts starts the binary with Caddyfile.example and logs in
 // with its demo client; the access log it writes must hold none of the login's
 // codes, auth_request_ids, nonces, registration session ids or credentials in
-// clear (issue 9, finding 10).
+// clear (issue 9, finding 10), nor the tokens and hints a client puts in a URI,
+// the logout's id_token_hint above all (issue 18, finding 8).
 func TestExampleAccessLogRedacts(t *testing.T) {
 	e := start(t, testserver.Options{Caddyfile: exampleCaddyfile(t)})
 	demo := oidcClient{id: "demo", secret: "demo-secret-change-me", redirects: []string{e.URL + "/demo/callback"}}
@@ -63,8 +64,23 @@ func TestExampleAccessLogRedacts(t *testing.T) {
 	e.do(t, "GET", callback, nil, "Referer", e.verifyURL(id), "Cookie", "palmgate_demo=secret-cookie-"+randHex(4))
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {demo.redirects[0]}}
 	m := e.postToken(t, form, "Authorization", basicAuth(demo.id, demo.secret)).ExpectStatus(t, http.StatusOK).Object(t)
-	access := str(m["access_token"])
+	access, idToken := str(m["access_token"]), str(m["id_token"])
+	if idToken == "" {
+		t.Fatalf("no ID token: %v", m)
+	}
 	e.do(t, "GET", "/oauth2/userinfo", nil, "Authorization", "Bearer "+access).ExpectStatus(t, http.StatusOK)
+	// Tokens a client puts in a URI (issue 18, finding 8): an access token in the
+	// query (RFC 6750 2.3, which palmgate does not take), hints and a request
+	// object at authorize, and the logout's ID token, which ends the login.
+	e.do(t, "GET", "/oauth2/userinfo?access_token="+url.QueryEscape(access), nil)
+	loginHint, logoutHint, requestURI := "login-hint-"+randHex(8), "logout-hint-"+randHex(8), "urn:request:"+randHex(8)
+	e.do(t, "GET", e.authURL(demo, "login_hint", loginHint, "request_uri", requestURI), nil)
+	e.do(t, "GET", e.authURL(demo, "request", idToken), nil)
+	logout := "/oauth2/logout?" + url.Values{"id_token_hint": {idToken}, "logout_hint": {logoutHint}, "client_id": {demo.id}}.Encode()
+	e.do(t, "GET", logout, nil).ExpectStatus(t, http.StatusOK)
+	// A page opened by that URI sends it on as the Referer of what it loads.
+	e.do(t, "GET", "/health/alive", nil, "Referer", e.URL+logout)
+	e.expectRevoked(t, access)
 
 	// An agent registration: its session id, in the owner's page URL, is as good as
 	// an auth_request_id to whoever reads the log while it is pending.
@@ -90,10 +106,11 @@ func TestExampleAccessLogRedacts(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) < 12 {
-		t.Fatalf("%d access log lines, want one per request (12 or more): is the example's log directive gone?\n%s", len(lines), log)
+	if len(lines) < 17 {
+		t.Fatalf("%d access log lines, want one per request (17 or more): is the example's log directive gone?\n%s", len(lines), log)
 	}
-	for _, want := range []string{"/oauth2/authorize?", "/oauth2/verify?auth_request_id=REDACTED", "nonce=REDACTED", "/demo/callback?code=REDACTED", `"Location":["`, "/v1/agent/register/REDACTED/verify", "/v1/agent/register/REDACTED/status", "/v1/agent/register/init"} {
+	for _, want := range []string{"/oauth2/authorize?", "/oauth2/verify?auth_request_id=REDACTED", "nonce=REDACTED", "/demo/callback?code=REDACTED", `"Location":["`, "/v1/agent/register/REDACTED/verify", "/v1/agent/register/REDACTED/status", "/v1/agent/register/init",
+		"/oauth2/logout?client_id=demo&id_token_hint=REDACTED&logout_hint=REDACTED", "/oauth2/userinfo?access_token=REDACTED", "login_hint=REDACTED", "request_uri=REDACTED", "&request=REDACTED", "id_token_hint=REDACTED"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("access log lacks %q:\n%s", want, strings.Join(lines, "\n"))
 		}
@@ -101,7 +118,9 @@ func TestExampleAccessLogRedacts(t *testing.T) {
 	for what, secret := range map[string]string{
 		"auth_request_id": id, "challenge nonce": p.Nonce, "relying party nonce": rpNonce, "code": code,
 		"Basic credentials": basicAuth(demo.id, demo.secret), "access token": access, "cookie": "secret-cookie-",
-		"registration session id": sess.ID,
+		"registration session id": sess.ID, "ID token": idToken, "ID token's signature": idToken[strings.LastIndex(idToken, ".")+1:],
+		"access token's signature": access[strings.LastIndex(access, ".")+1:], "login_hint": loginHint, "logout_hint": logoutHint,
+		"request_uri": requestURI,
 	} {
 		if strings.Contains(log, secret) || strings.Contains(log, url.QueryEscape(secret)) {
 			t.Errorf("the access log holds the %s in clear", what)

@@ -88,6 +88,50 @@ func TestOIDCScopesAndResources(t *testing.T) {
 	})
 }
 
+// TestNarrowedClientAcrossReload: a reload that takes a scope or a resource away
+// from a client stops its existing grants from getting them again: a refresh
+// token and a code issued before the reload are refused (invalid_scope,
+// invalid_target), and work again once the configuration allows them again, so
+// the refusals consumed nothing (issue 18, finding 11 a).
+func TestNarrowedClientAcrossReload(t *testing.T) {
+	t.Parallel()
+	const ordersAPI = "https://orders.example/api"
+	shop := newOIDCClient("shop", "")
+	shop.resources = []string{ordersAPI}
+	e := startOIDC(t, []oidcClient{shop})
+	asked := e.authURL(shop, "scope", "openid offline_access orders:read", "resource", ordersAPI)
+	tok := e.redeem(t, shop, e.login(t, asked, e.subject("ann"), shop.redirects[0]).Get("code"))
+	code := e.login(t, asked, e.subject("bo"), shop.redirects[0]).Get("code")
+	refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.refresh},
+		"client_id": {shop.id}, "client_secret": {shop.secret}}
+	exchange := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {shop.redirects[0]},
+		"client_id": {shop.id}, "client_secret": {shop.secret}}
+	reload := func(c oidcClient) { e.Reload(t, "rate_limit off\n"+c.config()) }
+
+	noScope := shop
+	noScope.scopes = []string{"openid", "offline_access", "orders:write"}
+	noResource := shop
+	noResource.resources = []string{"urn:example:reports"}
+	for _, tc := range []struct {
+		narrowed oidcClient
+		code     string
+	}{
+		{noScope, "invalid_scope"},
+		{noResource, "invalid_target"},
+	} {
+		reload(tc.narrowed)
+		expectOAuthError(t, e.postToken(t, refresh), http.StatusBadRequest, tc.code)
+		expectOAuthError(t, e.postToken(t, withParam(refresh, "scope", "openid")), http.StatusBadRequest, tc.code)
+		expectOAuthError(t, e.postToken(t, exchange), http.StatusBadRequest, tc.code)
+	}
+
+	reload(shop)
+	m := e.postToken(t, refresh).ExpectStatus(t, http.StatusOK).Object(t)
+	expectAudience(t, str(m["access_token"]), ordersAPI)
+	m = e.postToken(t, exchange).ExpectStatus(t, http.StatusOK).Object(t)
+	expectAudience(t, str(m["access_token"]), ordersAPI)
+}
+
 // expectAudience checks that an access token's aud is exactly [aud].
 func expectAudience(t *testing.T, token, aud string) {
 	t.Helper()

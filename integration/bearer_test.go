@@ -555,29 +555,42 @@ func (u *upstream) expectRefusedSoon(t *testing.T, e *env, path string, tok toke
 
 // TestBearerRevokedGrants checks that palmgate_bearer refuses the access tokens
 // of a grant revoked by a reused code or by /oauth2/revoke, even when it has
-// admitted (and cached) them before, and keeps admitting other grants.
+// admitted (and cached) them before, and keeps admitting other grants. It does
+// so with the issuer's shared verifier (/api), and with the verifiers a route
+// builds for itself with `cache_size`: none (/nocache, -1) and its own (/small,
+// 16), which must be given the revocation set too (issue 18, finding 11 b).
 func TestBearerRevokedGrants(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
 	shop := newOIDCClient("shop", "")
-	e := start(t, oidcOptions([]oidcClient{shop}, "palmgate\n"+u.route("/api/*", "scope orders:read")))
+	routes := []string{"/api", "/nocache", "/small"}
+	e := start(t, oidcOptions([]oidcClient{shop}, "palmgate\n"+u.route("/api/*", "scope orders:read")+
+		u.route("/nocache/*", "scope orders:read", "cache_size -1")+u.route("/small/*", "scope orders:read", "cache_size 16")))
 	code := e.codeWithScope(t, shop, e.subject("alice"), "openid orders:read")
 	reused := e.redeem(t, shop, code)
 	revoked := e.tokensFor(t, shop, e.subject("bob"), "openid offline_access orders:read")
 	kept := e.tokensFor(t, shop, e.subject("carol"), "openid offline_access orders:read")
-	for _, tok := range []tokenSet{reused, revoked, kept} {
-		u.call(t, e, "GET", "/api/a", "Bearer "+tok.access).expectAdmitted(t, tok, "Bearer "+tok.access)
+	for _, route := range routes {
+		for _, tok := range []tokenSet{reused, revoked, kept} {
+			u.call(t, e, "GET", route+"/a", "Bearer "+tok.access).expectAdmitted(t, tok, "Bearer "+tok.access)
+		}
 	}
 
 	expectOAuthError(t, e.postToken(t, url.Values{"grant_type": {"authorization_code"}, "code": {code},
 		"redirect_uri": {shop.redirects[0]}, "client_id": {shop.id}, "client_secret": {shop.secret}}), http.StatusBadRequest, "invalid_grant")
-	u.expectRefusedSoon(t, e, "/api/b", reused)
+	for _, route := range routes {
+		u.expectRefusedSoon(t, e, route+"/b", reused)
+	}
 	expectRefusal(t, e.do(t, "GET", "/oauth2/check", nil, "Authorization", "Bearer "+reused.access), 401, "palmgate", "invalid_token", "")
 
 	expectRevokeOK(t, e.revoke(t, shop, revoked.refresh, true))
-	u.expectRefusedSoon(t, e, "/api/c", revoked)
+	for _, route := range routes {
+		u.expectRefusedSoon(t, e, route+"/c", revoked)
+	}
 
-	u.call(t, e, "GET", "/api/d", "Bearer "+kept.access).expectAdmitted(t, kept, "Bearer "+kept.access)
+	for _, route := range routes {
+		u.call(t, e, "GET", route+"/d", "Bearer "+kept.access).expectAdmitted(t, kept, "Bearer "+kept.access)
+	}
 	expectChecked(t, e.do(t, "GET", "/oauth2/check", nil, "Authorization", "Bearer "+kept.access), kept)
 }
 

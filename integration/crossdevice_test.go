@@ -17,7 +17,8 @@ const windowsChrome = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537
 // TestLoginBoundToBrowser: whoever learns an auth_request_id (a pasted link, a
 // link-preview bot, a log) but lacks the login cookie of the browser that started
 // the login sees no nonce and no scan URL, cannot take the code, and a HEAD
-// request consumes nothing.
+// request consumes nothing. A wrong cookie (a wrong value under the right name,
+// another login's) counts as none.
 func TestLoginBoundToBrowser(t *testing.T) {
 	t.Parallel()
 	app := newOIDCClient("bound-app", "")
@@ -32,16 +33,40 @@ func TestLoginBoundToBrowser(t *testing.T) {
 		}
 	}
 
-	other := testserver.NewBrowser()
+	// Another login of another browser: its cookie is well formed, and valid for it.
+	otherLogin := e.do(t, "GET", e.authURL(app), nil).ExpectStatus(t, http.StatusFound)
+	otherCookies := (&http.Response{Header: otherLogin.Header}).Cookies()
+	if len(otherCookies) != 1 || otherCookies[0].Value == "" {
+		t.Fatalf("the second authorize set cookies %v, want one", otherCookies)
+	}
+	name := "palmgate_login_" + id[:12]
+	// Browsers without this login's cookie: none, one with the right name and a
+	// wrong value of the right form, one with the other login's value under this
+	// login's name, and the other login's own cookie (issue 18, finding 11).
+	presented := map[string]string{
+		"no cookie":              "",
+		"wrong value":            name + "=" + strings.Repeat("A", 43),
+		"another login's value":  name + "=" + otherCookies[0].Value,
+		"another login's cookie": otherCookies[0].Name + "=" + otherCookies[0].Value,
+		"malformed value":        name + "=x",
+	}
 	expectNothingRevealed := func(when string) {
 		t.Helper()
-		j := testserver.DoWith(t, other, "GET", e.verifyURL(id), nil, "Accept", "application/json").ExpectStatus(t, http.StatusOK).Object(t)
-		if j["nonce"] != nil || j["scanUrl"] != nil {
-			t.Errorf("%s: another browser's JSON view reveals the nonce or scan URL: %v", when, j)
-		}
-		page := testserver.DoWith(t, other, "GET", e.verifyURL(id), nil)
-		if page.Status != http.StatusForbidden || qrImgRE.Match(page.Body) || strings.Contains(string(page.Body), "?nonce=") {
-			t.Errorf("%s: another browser's page: status %d, want 403 without QR code or scan URL:\n%s", when, page.Status, testserver.Snippet(page.Body))
+		for what, cookie := range presented {
+			var h []string
+			if cookie != "" {
+				h = []string{"Cookie", cookie}
+			}
+			other := testserver.NewBrowser()
+			j := testserver.DoWith(t, other, "GET", e.verifyURL(id), nil, append(h, "Accept", "application/json")...).ExpectStatus(t, http.StatusOK).Object(t)
+			if j["nonce"] != nil || j["scanUrl"] != nil {
+				t.Errorf("%s, %s: another browser's JSON view reveals the nonce or scan URL: %v", when, what, j)
+			}
+			page := testserver.DoWith(t, other, "GET", e.verifyURL(id), nil, h...)
+			if page.Status != http.StatusForbidden || qrImgRE.Match(page.Body) || strings.Contains(string(page.Body), "?nonce=") ||
+				page.Header.Get("Location") != "" {
+				t.Errorf("%s, %s: another browser's page: status %d, want 403 without QR code, scan URL or code:\n%s", when, what, page.Status, testserver.Snippet(page.Body))
+			}
 		}
 	}
 	expectNothingRevealed("pending")

@@ -72,7 +72,9 @@ func TestHashSecretCommand(t *testing.T) {
 // TestSecretHashConfig: clients configured with secret_hash (both forms, made by
 // the real hash-secret command) or with an {env.…} secret log in and exchange
 // codes, and Caddy's config, as the admin API serves it, holds none of their
-// secrets in clear (issue 9, finding 9).
+// secrets in clear (issue 9, finding 9). The one client secret in clear is
+// warned about at start; a pairwise_secret placeholder is replaced (issue 18,
+// finding 7).
 func TestSecretHashConfig(t *testing.T) {
 	slow := newOIDCClient("slow", "")
 	slow.secretHash = hashSecret(t, slow.secret+"\n")
@@ -82,14 +84,39 @@ func TestSecretHashConfig(t *testing.T) {
 	fromEnv := newOIDCClient("env", "")
 	envSecret := fromEnv.secret
 	fromEnv.secret = "{env.PALMGATE_TEST_CLIENT_SECRET}"
-	lines := []string{"rate_limit off"}
+	// A placeholder shorter than the 32 characters pairwise_secret needs: the
+	// server starts only if it is replaced before the check.
+	pairwise := "pairwise-" + randHex(16)
+	lines := []string{"rate_limit off", "pairwise_secret {env.PALMGATE_TEST_PAIRWISE}"}
 	for _, c := range []oidcClient{slow, fast, clear, fromEnv} {
 		lines = append(lines, c.config())
 	}
-	e := start(t, testserver.Options{Global: strings.Join(lines, "\n"), Env: []string{"PALMGATE_TEST_CLIENT_SECRET=" + envSecret}})
+	e := start(t, testserver.Options{Global: strings.Join(lines, "\n"),
+		Env: []string{"PALMGATE_TEST_CLIENT_SECRET=" + envSecret, "PALMGATE_TEST_PAIRWISE=" + pairwise}})
 	fromEnv.secret = envSecret
 
+	// One warning at start, for the one secret in clear, naming its client and
+	// the safe forms, never the secret (issue 18, finding 7).
+	var warned []string
+	for _, line := range strings.Split(e.Log(), "\n") {
+		if strings.Contains(line, `"option":`) {
+			warned = append(warned, line)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], `"level":"warn"`) || !strings.Contains(warned[0], `"option":"client.secret"`) ||
+		!strings.Contains(warned[0], `"client_id":"clear"`) || !strings.Contains(warned[0], "secret_hash") || !strings.Contains(warned[0], "{env.") {
+		t.Errorf("warnings at start %q, want one naming client clear's secret and secret_hash, {env.*}", warned)
+	}
+	for what, secret := range map[string]string{"client secret": clear.secret, "pairwise secret": pairwise} {
+		if strings.Contains(e.Log(), secret) {
+			t.Errorf("the server log holds the %s", what)
+		}
+	}
+
 	cfg := adminGet(t, e, "/config/apps/palmgate/")
+	if strings.Contains(cfg, pairwise) || !strings.Contains(cfg, `"pairwise_secret":"{env.PALMGATE_TEST_PAIRWISE}"`) {
+		t.Errorf("/config/apps/palmgate/ holds the pairwise secret, or not its placeholder:\n%s", cfg)
+	}
 	for _, c := range []oidcClient{slow, fast, fromEnv} {
 		if strings.Contains(cfg, c.secret) {
 			t.Errorf("/config/apps/palmgate/ holds client %s's secret in clear:\n%s", c.id, cfg)

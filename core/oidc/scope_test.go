@@ -154,3 +154,74 @@ func TestValidResource(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowedClientRefusesGrant: a grant is re-checked against the client's
+// current configuration when its code is exchanged and when it is refreshed, so
+// that a reload narrowing a client's scopes or resources stops the old ones from
+// being issued (invalid_scope, invalid_target) (issue 18, finding 11 a). The
+// narrowed configuration is a second Service on the same store, as a reload
+// builds one.
+func TestNarrowedClientRefusesGrant(t *testing.T) {
+	ctx := context.Background()
+	app := testClients[0]
+	withoutProfile, withoutAPI := app, app
+	withoutProfile.Scopes = []string{"openid", "offline_access"}
+	withoutAPI.Resources = []string{otherAPIResource}
+	asked := params("scope", "openid offline_access profile", "resource", apiResource)
+	for _, tc := range []struct {
+		name   string
+		narrow Client
+		want   string
+	}{
+		{"scope no longer allowed", withoutProfile, ErrInvalidScope},
+		{"resource no longer allowed", withoutAPI, ErrInvalidTarget},
+	} {
+		t.Run(tc.name+": refresh", func(t *testing.T) {
+			h := newHarness(t)
+			resp := h.exchange(t, h.login(t, asked, "alice"), "")
+			narrowed := h.reloaded(t, tc.narrow)
+			_, err := narrowed.Refresh(ctx, "app", resp.RefreshToken, "")
+			wantError(t, err, tc.want)
+			// Asking for fewer scopes does not help: the grant is what is checked.
+			_, err = narrowed.Refresh(ctx, "app", resp.RefreshToken, "openid")
+			wantError(t, err, tc.want)
+			// The refusal consumed nothing: the unchanged configuration still refreshes.
+			if again := h.refresh(t, "app", resp.RefreshToken, ""); again.AccessToken == "" {
+				t.Error("no access token from the unchanged configuration")
+			}
+		})
+		t.Run(tc.name+": code exchange", func(t *testing.T) {
+			h := newHarness(t)
+			l := h.login(t, asked, "alice")
+			_, err := h.reloaded(t, tc.narrow).ExchangeCode(ctx, "app", l.code, appRedirect, "")
+			wantError(t, err, tc.want)
+			if resp := h.exchange(t, l, ""); resp.AccessToken == "" {
+				t.Error("no access token from the unchanged configuration")
+			}
+		})
+	}
+	t.Run("unchanged scopes and resource still refresh", func(t *testing.T) {
+		h := newHarness(t)
+		resp := h.exchange(t, h.login(t, asked, "alice"), "")
+		if _, err := h.reloaded(t, app).Refresh(ctx, "app", resp.RefreshToken, ""); err != nil {
+			t.Errorf("Refresh under an equal configuration: %v", err)
+		}
+	})
+}
+
+// reloaded is a second Service on h's store, keys and clock, whose client app is
+// replaced by app: what a configuration reload builds.
+func (h *harness) reloaded(t *testing.T, app Client) *Service {
+	t.Helper()
+	clients := slices.Clone(testClients)
+	clients[0] = app
+	svc, err := NewService(context.Background(), Config{
+		Store: h.store, Palm: h.palm, Keys: h.keys, Now: h.clock.Now, Issuer: testIssuer,
+		Clients: clients, PairwiseSecret: testSecret,
+		AccessTTL: accessTTL, RefreshTTL: refreshTTL, CodeTTL: codeTTL, LoginTTL: loginTTL,
+	})
+	if err != nil {
+		t.Fatalf("NewService with the narrowed client: %v", err)
+	}
+	return svc
+}
