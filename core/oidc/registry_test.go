@@ -113,6 +113,81 @@ func TestRotateClientSecretGrace(t *testing.T) {
 	}
 }
 
+// TestRotationEndsOlderSecrets: a rotation with grace G ends every older secret at
+// the latest G from now; grace 0 after a graced rotation leaves only the new
+// secret, and many graced rotations leave at most two live secrets (issue 18,
+// finding 1).
+func TestRotationEndsOlderSecrets(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	ci, s1 := h.createClient(t, "", appRedirect)
+	if got, _ := h.svc.GetClient(ctx, ci.ID); len(got.Secrets) != 1 || !got.Secrets[0].Current || !got.PreviousSecretExpiresAt.IsZero() {
+		t.Fatalf("a new client shows secrets %+v, previous until %v", got.Secrets, got.PreviousSecretExpiresAt)
+	}
+	_, s2, err := h.svc.RotateClientSecret(ctx, ci.ID, "", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Minute)
+	info, s3, err := h.svc.RotateClientSecret(ctx, ci.ID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]string{"S1": s1, "S2": s2} {
+		if h.auth(ci.ID, s) == nil {
+			t.Errorf("%s still authenticates after a rotation with grace 0", name)
+		}
+	}
+	if err := h.auth(ci.ID, s3); err != nil {
+		t.Errorf("the new secret: %v", err)
+	}
+	if len(info.Secrets) != 1 || !info.Secrets[0].Current || !info.PreviousSecretExpiresAt.IsZero() {
+		t.Errorf("after grace 0 the answer shows secrets %+v, previous until %v; want the current one only", info.Secrets, info.PreviousSecretExpiresAt)
+	}
+
+	// 30 rotations with the longest grace: the current and the one before only.
+	var all []string
+	for range 30 {
+		_, s, err := h.svc.RotateClientSecret(ctx, ci.ID, "", MaxSecretGrace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, s)
+		h.clock.Advance(time.Second)
+	}
+	live := 0
+	for _, s := range append(all, s3) {
+		if h.auth(ci.ID, s) == nil {
+			live++
+		}
+	}
+	if live != 2 || h.auth(ci.ID, all[29]) != nil || h.auth(ci.ID, all[28]) != nil {
+		t.Errorf("after 30 rotations %d secrets authenticate; want the last two", live)
+	}
+	rec, err := h.svc.getClientRecord(ctx, ci.ID)
+	if err != nil || len(rec.Secrets) != 2 {
+		t.Fatalf("the record keeps %d secrets (%v); want 2", len(rec.Secrets), err)
+	}
+	got, err := h.svc.GetClient(ctx, ci.ID)
+	want := h.clock.Now().Add(-time.Second + MaxSecretGrace).UTC()
+	if err != nil || len(got.Secrets) != 2 || !got.Secrets[0].Current || !got.Secrets[1].ExpiresAt.Equal(want) || !got.PreviousSecretExpiresAt.Equal(want) {
+		t.Errorf("GetClient shows %+v (%v); want the current secret and the previous one until %v", got, err, want)
+	}
+
+	// A shorter grace cuts a longer one short: the previous secret ends at now+G.
+	_, last, err := h.svc.RotateClientSecret(ctx, ci.ID, "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Hour)
+	if h.auth(ci.ID, all[29]) == nil || h.auth(ci.ID, all[28]) == nil || h.auth(ci.ID, last) != nil {
+		t.Error("after a rotation with grace 1h, an hour later, an older secret still works or the new one does not")
+	}
+	if got, _ := h.svc.GetClient(ctx, ci.ID); len(got.Secrets) != 1 || !got.PreviousSecretExpiresAt.IsZero() {
+		t.Errorf("a lapsed previous secret is still shown: %+v", got)
+	}
+}
+
 func TestUpdateClientRedirects(t *testing.T) {
 	h := newHarness(t)
 	ci, _ := h.createClient(t, "dev", appRedirect, otherRedir)
