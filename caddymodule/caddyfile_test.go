@@ -133,6 +133,15 @@ func TestValidate(t *testing.T) {
 		{"sub-second ttl", func(a *App) { a.AuthCodeTTL = 1 }, "auth_code_ttl"},
 		{"client without secret", func(a *App) { a.Clients = []Client{{ID: "c", RedirectURIs: []string{"https://a/cb"}}} }, "secret"},
 		{"relative redirect", func(a *App) { a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"/cb"}}} }, "redirect_uri"},
+		{"wildcard redirect (issue 18, finding 6)", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"https://*.evil.example/cb"}}}
+		}, "client c: redirect_uri"},
+		{"redirect with a space", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"https://evil.example/a b"}}}
+		}, "client c: redirect_uri"},
+		{"post-logout redirect with port 99999", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", PostLogoutRedirectURIs: []string{"https://evil.example:99999/out"}}}
+		}, "client c: post_logout_redirect_uri"},
 		{"post-logout redirect with fragment", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", PostLogoutRedirectURIs: []string{"https://a/out#x"}}}
 		}, "post_logout_redirect_uri"},

@@ -53,8 +53,8 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 	update.Flags().StringArray("redirect-uri", nil, "The new redirect URIs (repeatable; replace all)")
 	update.Flags().String("sector", "", "New pairwise sector")
 	rotate := common(&cobra.Command{Use: "rotate-secret <client_id> [--grace 24h]",
-		Short: "Issues a new secret (printed once); the current one works for --grace more", Args: cobra.ExactArgs(1)})
-	rotate.Flags().String("grace", "24h", "How long the current secret keeps working (0s: stops at once)")
+		Short: "Issues a new secret (printed once); the current one works for --grace more, older ones stop at once", Args: cobra.ExactArgs(1)})
+	rotate.Flags().String("grace", "24h", "How long the current secret keeps working (0s: stops at once); a secret rotated out before stops at once")
 	common(&cobra.Command{Use: "remove <client_id>", Short: "Deletes a client and revokes its grants", Args: cobra.ExactArgs(1)})
 	parent.AddCommand(client)
 }
@@ -185,7 +185,10 @@ func printClients(out []byte, list bool) (int, error) {
 	if c.Owner != "" {
 		fmt.Fprintln(tw, "owner\ta portal developer")
 	}
-	if c.PreviousExpiry != "" {
+	if !c.Static {
+		fmt.Fprintln(tw, "current secret works\tuntil rotated")
+	}
+	if c.PreviousExpiry != "" { // only while it works
 		fmt.Fprintf(tw, "previous secret works until\t%s\n", c.PreviousExpiry)
 	}
 	return caddy.ExitCodeSuccess, tw.Flush()

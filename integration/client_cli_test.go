@@ -22,6 +22,10 @@ type cliClient struct {
 	Sector         string   `json:"sector"`
 	Static         bool     `json:"static"`
 	PreviousExpiry string   `json:"previous_secret_expires_at"`
+	Secrets        []struct {
+		Current   bool      `json:"current"`
+		ExpiresAt time.Time `json:"expires_at"`
+	} `json:"secrets"`
 }
 
 // cli runs `caddy palmgate client <args> --address <admin>` and fails the test

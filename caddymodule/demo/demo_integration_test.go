@@ -370,7 +370,7 @@ func TestDemoProvisioning(t *testing.T) {
 		{"redirect_uri elsewhere", false, "client demo {\nsecret s\nredirect_uri http://127.0.0.1:1/callback\n}", "palmgate\npalmgate_demo demo", "/demo/callback"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := demoOptions(t, 0, tc.site)
+			opts := demoOptions(t, testserver.FreePort(t), tc.site) // a real port: redirect URIs refuse port 0
 			if tc.global != "" {
 				opts.Global = tc.global
 			}

@@ -3,7 +3,6 @@ package oidc
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 )
@@ -34,15 +33,15 @@ func CheckClients(clients []Client) error {
 				return fmt.Errorf("client %s: secret_hash: %w", c.ID, err)
 			}
 		}
+		// The dynamic clients' check, http allowed on any host: the operator chose it.
 		for _, ru := range c.RedirectURIs {
-			u, err := url.Parse(ru)
-			if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
-				return fmt.Errorf("client %s: redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
+			if err := CheckRedirectURI("redirect_uri", ru, true); err != nil {
+				return fmt.Errorf("client %s: %w", c.ID, err)
 			}
 		}
 		for _, ru := range c.PostLogoutRedirectURIs {
-			if u, err := url.Parse(ru); err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" {
-				return fmt.Errorf("client %s: post_logout_redirect_uri %q must be an absolute URL without a fragment", c.ID, ru)
+			if err := CheckRedirectURI("post_logout_redirect_uri", ru, true); err != nil {
+				return fmt.Errorf("client %s: %w", c.ID, err)
 			}
 		}
 		for _, sc := range c.Scopes {

@@ -97,8 +97,19 @@ type ClientInfo struct {
 	Static       bool      `json:"static,omitempty"`
 	CreatedAt    time.Time `json:"created_at,omitzero"`
 	UpdatedAt    time.Time `json:"updated_at,omitzero"`
-	// SecretExpiresAt is when the previous secret stops working, after a rotation.
+	// PreviousSecretExpiresAt is when the previous secret stops working, while it
+	// still works after a rotation (zero: only the current secret works).
 	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at,omitzero"`
+	// Secrets are the live secrets of a dynamic client (never the secret itself):
+	// the current one, which does not expire, then the previous one, if live.
+	Secrets []SecretInfo `json:"secrets,omitempty"`
+}
+
+// SecretInfo is one live secret of a dynamic client: the current one, or the
+// previous one with the end of its grace period.
+type SecretInfo struct {
+	Current   bool      `json:"current"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // ClientSpec is what creating or updating a client sets; a nil field is left as is
@@ -110,12 +121,19 @@ type ClientSpec struct {
 	Owner        string // create only
 }
 
-func (r *clientRecord) info() *ClientInfo {
+// info is the record as shown at now: only the secrets live then.
+func (r *clientRecord) info(now time.Time) *ClientInfo {
 	ci := &ClientInfo{ID: r.ID, Name: r.Name, RedirectURIs: slices.Clone(r.RedirectURIs), Sector: r.Sector, Owner: r.Owner,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	for _, s := range r.Secrets {
-		if !s.ExpiresAt.IsZero() && s.ExpiresAt.After(ci.PreviousSecretExpiresAt) {
-			ci.PreviousSecretExpiresAt = s.ExpiresAt
+		switch {
+		case s.ExpiresAt.IsZero():
+			ci.Secrets = append([]SecretInfo{{Current: true}}, ci.Secrets...)
+		case now.Before(s.ExpiresAt):
+			ci.Secrets = append(ci.Secrets, SecretInfo{ExpiresAt: s.ExpiresAt})
+			if s.ExpiresAt.After(ci.PreviousSecretExpiresAt) {
+				ci.PreviousSecretExpiresAt = s.ExpiresAt
+			}
 		}
 	}
 	return ci
@@ -257,7 +275,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (*ClientInf
 	if err != nil {
 		return nil, "", err
 	}
-	return rec.info(), secret, nil
+	return rec.info(s.now()), secret, nil
 }
 
 // GetClient returns a client: a dynamic one, or a static one (Static set).
@@ -272,7 +290,7 @@ func (s *Service) GetClient(ctx context.Context, id string) (*ClientInfo, error)
 	if err != nil {
 		return nil, err
 	}
-	return rec.info(), nil
+	return rec.info(s.now()), nil
 }
 
 func (cl *client) info() *ClientInfo {
@@ -290,6 +308,7 @@ func (s *Service) ListClients(ctx context.Context, owner string) ([]*ClientInfo,
 		slices.SortFunc(out, func(a, b *ClientInfo) int { return strings.Compare(a.ID, b.ID) })
 	}
 	var dyn []*ClientInfo
+	now := s.now()
 	err := s.store.View(ctx, func(txn storage.Txn) error {
 		dyn = dyn[:0]
 		if owner == "" {
@@ -298,7 +317,7 @@ func (s *Service) ListClients(ctx context.Context, owner string) ([]*ClientInfo,
 				if err := json.Unmarshal(v, &rec); err != nil {
 					return false, err
 				}
-				dyn = append(dyn, rec.info())
+				dyn = append(dyn, rec.info(now))
 				return true, nil
 			})
 		}
@@ -311,7 +330,7 @@ func (s *Service) ListClients(ctx context.Context, owner string) ([]*ClientInfo,
 			if err != nil {
 				return false, err
 			}
-			dyn = append(dyn, rec.info())
+			dyn = append(dyn, rec.info(now))
 			return true, nil
 		})
 	})
@@ -368,7 +387,7 @@ func (s *Service) UpdateClient(ctx context.Context, id, owner string, spec Clien
 	if err != nil {
 		return nil, err
 	}
-	return rec.info(), nil
+	return rec.info(s.now()), nil
 }
 
 func orDefault(v, def string) string {
@@ -378,8 +397,11 @@ func orDefault(v, def string) string {
 	return v
 }
 
-// RotateClientSecret gives a dynamic client a new secret (returned once); the
-// current one keeps working for grace (0: stops at once), older ones as before.
+// RotateClientSecret gives a dynamic client a new secret (returned once). The
+// secret current until now becomes the previous one and keeps working for grace
+// (0: stops at once); every older secret stops at once, whatever grace it had left:
+// an emergency rotation (grace 0) leaves only the new secret, and a client never
+// has more than two live secrets.
 func (s *Service) RotateClientSecret(ctx context.Context, id, owner string, grace time.Duration) (*ClientInfo, string, error) {
 	if grace < 0 || grace > MaxSecretGrace {
 		return nil, "", clientErr(ErrClientInvalid, "grace: 0 to %s", MaxSecretGrace)
@@ -390,22 +412,31 @@ func (s *Service) RotateClientSecret(ctx context.Context, id, owner string, grac
 	}
 	rec, err := s.modifyClient(ctx, id, owner, func(rec *clientRecord) error {
 		now := s.now()
-		kept := []storedSecret{{MAC: s.secretMAC(secret)}}
-		for _, sec := range rec.Secrets {
-			switch {
-			case sec.ExpiresAt.IsZero() && grace > 0:
-				kept = append(kept, storedSecret{MAC: sec.MAC, ExpiresAt: now.Add(grace).UTC()})
-			case !sec.ExpiresAt.IsZero() && now.Before(sec.ExpiresAt):
-				kept = append(kept, sec)
-			}
-		}
-		rec.Secrets = kept
+		rec.Secrets = rotatedSecrets(rec.Secrets, s.secretMAC(secret), now, grace)
 		return nil
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	return rec.info(), secret, nil
+	return rec.info(s.now()), secret, nil
+}
+
+// rotatedSecrets are a client's secrets after a rotation at now with grace: the
+// new one, current, and the one current before, previous until now+grace if grace
+// is positive. Older (previous) secrets are dropped: a rotation ends every older
+// secret at the latest grace from now, so keeping the one current before at
+// min(its expiry, now+grace), which has none, is the whole rule.
+func rotatedSecrets(old []storedSecret, mac []byte, now time.Time, grace time.Duration) []storedSecret {
+	kept := []storedSecret{{MAC: mac}}
+	if grace <= 0 {
+		return kept
+	}
+	for _, sec := range old {
+		if sec.ExpiresAt.IsZero() {
+			return append(kept, storedSecret{MAC: sec.MAC, ExpiresAt: now.Add(grace).UTC()})
+		}
+	}
+	return kept
 }
 
 // DeleteClient removes a dynamic client and revokes every grant issued to it (its

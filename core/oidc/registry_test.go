@@ -113,6 +113,81 @@ func TestRotateClientSecretGrace(t *testing.T) {
 	}
 }
 
+// TestRotationEndsOlderSecrets: a rotation with grace G ends every older secret at
+// the latest G from now; grace 0 after a graced rotation leaves only the new
+// secret, and many graced rotations leave at most two live secrets (issue 18,
+// finding 1).
+func TestRotationEndsOlderSecrets(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	ci, s1 := h.createClient(t, "", appRedirect)
+	if got, _ := h.svc.GetClient(ctx, ci.ID); len(got.Secrets) != 1 || !got.Secrets[0].Current || !got.PreviousSecretExpiresAt.IsZero() {
+		t.Fatalf("a new client shows secrets %+v, previous until %v", got.Secrets, got.PreviousSecretExpiresAt)
+	}
+	_, s2, err := h.svc.RotateClientSecret(ctx, ci.ID, "", 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Minute)
+	info, s3, err := h.svc.RotateClientSecret(ctx, ci.ID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]string{"S1": s1, "S2": s2} {
+		if h.auth(ci.ID, s) == nil {
+			t.Errorf("%s still authenticates after a rotation with grace 0", name)
+		}
+	}
+	if err := h.auth(ci.ID, s3); err != nil {
+		t.Errorf("the new secret: %v", err)
+	}
+	if len(info.Secrets) != 1 || !info.Secrets[0].Current || !info.PreviousSecretExpiresAt.IsZero() {
+		t.Errorf("after grace 0 the answer shows secrets %+v, previous until %v; want the current one only", info.Secrets, info.PreviousSecretExpiresAt)
+	}
+
+	// 30 rotations with the longest grace: the current and the one before only.
+	var all []string
+	for range 30 {
+		_, s, err := h.svc.RotateClientSecret(ctx, ci.ID, "", MaxSecretGrace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, s)
+		h.clock.Advance(time.Second)
+	}
+	live := 0
+	for _, s := range append(all, s3) {
+		if h.auth(ci.ID, s) == nil {
+			live++
+		}
+	}
+	if live != 2 || h.auth(ci.ID, all[29]) != nil || h.auth(ci.ID, all[28]) != nil {
+		t.Errorf("after 30 rotations %d secrets authenticate; want the last two", live)
+	}
+	rec, err := h.svc.getClientRecord(ctx, ci.ID)
+	if err != nil || len(rec.Secrets) != 2 {
+		t.Fatalf("the record keeps %d secrets (%v); want 2", len(rec.Secrets), err)
+	}
+	got, err := h.svc.GetClient(ctx, ci.ID)
+	want := h.clock.Now().Add(-time.Second + MaxSecretGrace).UTC()
+	if err != nil || len(got.Secrets) != 2 || !got.Secrets[0].Current || !got.Secrets[1].ExpiresAt.Equal(want) || !got.PreviousSecretExpiresAt.Equal(want) {
+		t.Errorf("GetClient shows %+v (%v); want the current secret and the previous one until %v", got, err, want)
+	}
+
+	// A shorter grace cuts a longer one short: the previous secret ends at now+G.
+	_, last, err := h.svc.RotateClientSecret(ctx, ci.ID, "", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Hour)
+	if h.auth(ci.ID, all[29]) == nil || h.auth(ci.ID, all[28]) == nil || h.auth(ci.ID, last) != nil {
+		t.Error("after a rotation with grace 1h, an hour later, an older secret still works or the new one does not")
+	}
+	if got, _ := h.svc.GetClient(ctx, ci.ID); len(got.Secrets) != 1 || !got.PreviousSecretExpiresAt.IsZero() {
+		t.Errorf("a lapsed previous secret is still shown: %+v", got)
+	}
+}
+
 func TestUpdateClientRedirects(t *testing.T) {
 	h := newHarness(t)
 	ci, _ := h.createClient(t, "dev", appRedirect, otherRedir)
@@ -231,4 +306,87 @@ func TestStillRegistered(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantError(t, check(), ErrInvalidClient)
+}
+
+// TestCheckRedirectURI: the one redirect URI check of static and dynamic clients
+// refuses each loose form, for redirect_uri and post_logout_redirect_uri alike, and
+// accepts the exact URIs clients use (issue 18, finding 6).
+func TestCheckRedirectURI(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct{ name, uri string }{
+		{"empty", ""},
+		{"too long", "https://a.example/" + strings.Repeat("a", MaxRedirectURILen)},
+		{"a space in the path", "https://evil.example/a b"},
+		{"a space in the host", "https://evil .example/cb"},
+		{"a tab", "https://evil.example/a\tb"},
+		{"a newline", "https://evil.example/c\nb"},
+		{"a NUL byte", "https://evil.example/cb\x00"},
+		{"a bidi control", "https://evil.example/\u202ecb"},
+		{"a zero-width space", "https://evil\u200b.example/cb"},
+		{"a no-break space", "https://evil.example/a\u00a0b"},
+		{"invalid UTF-8", "https://evil.example/\xff"},
+		{"port too large", "https://evil.example:99999/cb"},
+		{"port 0", "https://evil.example:0/cb"},
+		{"empty port", "https://evil.example:/cb"},
+		{"port with a sign", "https://evil.example:+443/cb"},
+		{"wildcard host", "https://*.evil.example/cb"},
+		{"wildcard path", "https://evil.example/*"},
+		{"wildcard port", "https://evil.example:*/cb"},
+		{"fragment", "https://a.example/cb#x"},
+		{"empty fragment", "https://a.example/cb#"},
+		{"user information", "https://a.example@evil.example/cb"},
+		{"relative", "/cb"},
+		{"no host", "https:///cb"},
+		{"opaque", "https:evil.example/cb"},
+		{"javascript", "javascript:alert(1)"},
+		{"javascript with a host", "javascript://a.example/%0aalert(1)"},
+		{"data", "data:text/html,x"},
+		{"another scheme", "ftp://a.example/cb"},
+		{"empty label", "https://evil..example/cb"},
+		{"hyphen first", "https://-evil.example/cb"},
+		{"unicode host", "https://évil.example/cb"},
+		{"percent-encoded host", "https://evil%2eexample/cb"},
+		{"IPv6 zone", "https://[fe80::1%25eth0]/cb"},
+		{"http elsewhere", "http://a.example/cb"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, option := range []string{"redirect_uri", "post_logout_redirect_uri"} {
+				err := CheckRedirectURI(option, tc.uri, false)
+				if !errors.Is(err, ErrClientInvalid) || !strings.HasPrefix(err.Error(), option) {
+					t.Errorf("%s %q = %v, want ErrClientInvalid naming %s", option, tc.uri, err, option)
+				}
+			}
+			if tc.name == "http elsewhere" {
+				return // the one form allowHTTP admits
+			}
+			if err := CheckRedirectURI("redirect_uri", tc.uri, true); err == nil {
+				t.Errorf("%q accepted with http allowed (dev mode, static clients)", tc.uri)
+			}
+			if err := CheckClients([]Client{{ID: "c", Secret: "s", RedirectURIs: []string{tc.uri}}}); err == nil || !strings.Contains(err.Error(), "client c: redirect_uri") {
+				t.Errorf("static redirect_uri %q: CheckClients = %v, want a refusal naming redirect_uri", tc.uri, err)
+			}
+			if err := CheckClients([]Client{{ID: "c", Secret: "s", PostLogoutRedirectURIs: []string{tc.uri}}}); err == nil || !strings.Contains(err.Error(), "client c: post_logout_redirect_uri") {
+				t.Errorf("static post_logout_redirect_uri %q: CheckClients = %v, want a refusal naming post_logout_redirect_uri", tc.uri, err)
+			}
+			if _, _, err := h.svc.CreateClient(context.Background(), ClientSpec{Name: ptr("a"), RedirectURIs: []string{tc.uri}}); !errors.Is(err, ErrClientInvalid) {
+				t.Errorf("dynamic client with %q: %v, want ErrClientInvalid", tc.uri, err)
+			}
+		})
+	}
+	for _, ok := range []string{
+		"https://a.example/cb", "https://a.example:8443/cb?x=1&y=%20z", "https://a.example:65535/", "https://a/cb",
+		"https://sub_domain.a.example/cb", "https://xn--vil-bma.example/cb", "https://192.0.2.1/cb", "https://[2001:db8::1]:443/cb",
+		"https://a.example/a%20b", "http://127.0.0.1:9/cb", "http://localhost/cb", "http://app.localhost:3000/cb", "http://[::1]/cb",
+	} {
+		if err := CheckRedirectURI("redirect_uri", ok, false); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+		if err := CheckClients([]Client{{ID: "c", Secret: "s", RedirectURIs: []string{ok}, PostLogoutRedirectURIs: []string{ok}}}); err != nil {
+			t.Errorf("static %s: %v", ok, err)
+		}
+	}
+	// Static clients and dev mode keep plain http on any host.
+	if err := CheckClients([]Client{{ID: "c", Secret: "s", RedirectURIs: []string{"http://a.example/cb"}}}); err != nil {
+		t.Errorf("static http redirect_uri: %v", err)
+	}
 }
