@@ -52,6 +52,9 @@ type client struct {
 	// dynamic clients (registry.go): the keyed hashes of the live secrets
 	dynamic     bool
 	dynamicMACs [][]byte
+	// selfRegistered: a dynamic client a developer registered (in the portal),
+	// not the operator; the consent screen says so.
+	selfRegistered bool
 	// postLogoutRedirectURIs: see Client.PostLogoutRedirectURIs.
 	postLogoutRedirectURIs []string
 	// idTokenAlg signs its ID tokens (IDTokenAlgs).

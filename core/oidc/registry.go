@@ -147,7 +147,7 @@ func (s *Service) dynamicClient(rec *clientRecord) *client {
 	}
 	return &client{
 		id: rec.ID, name: rec.Name, sector: rec.Sector, redirectURIs: rec.RedirectURIs,
-		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true,
+		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: rec.Owner != "",
 	}
 }
 

@@ -14,6 +14,9 @@ func (s *Service) validateSpec(spec *ClientSpec) error {
 		if n == "" || utf8.RuneCountInString(n) > MaxClientNameLen || !utf8.ValidString(n) || strings.ContainsAny(n, "\x00\r\n") {
 			return clientErr(ErrClientInvalid, "name: 1 to %d characters on one line", MaxClientNameLen)
 		}
+		if err := s.checkClientName(n); err != nil {
+			return err
+		}
 		spec.Name = &n
 	}
 	if spec.RedirectURIs != nil {
