@@ -44,7 +44,7 @@ func (s *Service) validateSpec(spec *ClientSpec) error {
 		}
 		spec.Sector = &sec
 	}
-	return nil
+	return s.validateLogoutAndAlg(spec)
 }
 
 // ValidateRedirectURI checks a dynamic client's redirect URI: absolute, no fragment,
