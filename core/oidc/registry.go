@@ -158,8 +158,12 @@ func (s *Service) dynamicClient(rec *clientRecord) *client {
 			macs = append(macs, sec.MAC)
 		}
 	}
+	name := rec.Name
+	if s.checkClientName(name) != nil {
+		name = rec.ID // a name stored before today's rules is not shown (registry_name.go)
+	}
 	return &client{
-		id: rec.ID, name: rec.Name, sector: rec.Sector, redirectURIs: rec.RedirectURIs,
+		id: rec.ID, name: name, sector: rec.Sector, redirectURIs: rec.RedirectURIs,
 		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: rec.Owner != "",
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
 	}

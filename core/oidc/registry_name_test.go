@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage"
 )
 
 // TestClientNames (issue 18, finding 5): a dynamic client's name cannot hide
@@ -93,5 +94,36 @@ func TestSelfRegisteredLogin(t *testing.T) {
 		if req.SelfRegistered != tc.self || (req.ClientNotice == palm.SelfRegisteredNotice) != tc.self {
 			t.Errorf("client %s: selfRegistered %v, notice %q; want self-registered %v", tc.client, req.SelfRegistered, req.ClientNotice, tc.self)
 		}
+	}
+}
+
+// TestStoredNameBeforeTheRules (issue 18, finding 5): an application whose stored
+// name breaks today's rules (registered before them) is shown by its client_id at
+// login, on the page and in the scan URL's JSON, not by that name.
+func TestStoredNameBeforeTheRules(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	ci, _ := h.createClient(t, "dev-1", appRedirect)
+	err := h.store.Update(ctx, func(txn storage.Txn) error {
+		rec, err := readClient(txn, ci.ID)
+		if err != nil {
+			return err
+		}
+		rec.Name = "palmgate developer portal\u202e"
+		return writeClient(txn, rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := h.authorize(t, params("client_id", ci.ID))
+	st, err := h.svc.Login(ctx, ar.ID, testBinding, false)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	if got := st.Challenge.Request.ClientName; got != ci.ID {
+		t.Errorf("scan URL clientName %q, want the client_id %s", got, ci.ID)
+	}
+	if got := h.svc.ClientName(ar); got != ci.ID {
+		t.Errorf("ClientName %q, want the client_id %s", got, ci.ID)
 	}
 }
