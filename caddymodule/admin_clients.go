@@ -19,10 +19,11 @@ import (
 // The admin routes of clients (see AdminAPI):
 //
 //	GET    /palmgate/clients                    every client, static ones read-only
-//	POST   /palmgate/clients                    create: {"name","redirect_uris",["sector"]}
+//	POST   /palmgate/clients                    create: {"name","redirect_uris",["sector"],
+//	                                            ["post_logout_redirect_uris"],["id_token_signed_response_alg"]}
 //	                                            -> 201 the client with its client_secret
 //	GET    /palmgate/clients/{id}               one client
-//	PATCH  /palmgate/clients/{id}               change name, redirect_uris or sector
+//	PATCH  /palmgate/clients/{id}               change any of the fields of create
 //	POST   /palmgate/clients/{id}/rotate-secret {"grace":"24h"} (default 24h, "0s" allowed)
 //	                                            -> the client with its new client_secret
 //	DELETE /palmgate/clients/{id}               remove it and revoke its grants
@@ -32,6 +33,14 @@ type clientBody struct {
 	Name         *string  `json:"name"`
 	RedirectURIs []string `json:"redirect_uris"`
 	Sector       *string  `json:"sector"`
+	// PostLogoutRedirectURIs ([] clears them) and IDTokenAlg ("" is RS256).
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
+	IDTokenAlg             *string  `json:"id_token_signed_response_alg"`
+}
+
+func (b *clientBody) spec() oidc.ClientSpec {
+	return oidc.ClientSpec{Name: b.Name, RedirectURIs: b.RedirectURIs, Sector: b.Sector,
+		PostLogoutRedirectURIs: b.PostLogoutRedirectURIs, IDTokenAlg: b.IDTokenAlg}
 }
 
 // clientWithSecret is a client with the secret just issued (shown once).
@@ -97,7 +106,7 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminJSON(r, &b); err != nil {
 			return err
 		}
-		ci, secret, err := svc.CreateClient(ctx, oidc.ClientSpec{Name: b.Name, RedirectURIs: b.RedirectURIs, Sector: b.Sector})
+		ci, secret, err := svc.CreateClient(ctx, b.spec())
 		if err != nil {
 			return clientAdminError(err)
 		}
@@ -115,7 +124,7 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminJSON(r, &b); err != nil {
 			return err
 		}
-		ci, err := svc.UpdateClient(ctx, id, "", oidc.ClientSpec{Name: b.Name, RedirectURIs: b.RedirectURIs, Sector: b.Sector})
+		ci, err := svc.UpdateClient(ctx, id, "", b.spec())
 		if err != nil {
 			return clientAdminError(err)
 		}

@@ -353,7 +353,7 @@ func (a *App) Validate() error {
 	if err := a.validatePortal(); err != nil {
 		return err
 	}
-	return oidc.CheckClients(a.oidcClients())
+	return oidc.CheckClients(a.oidcClients(), a.Dev)
 }
 
 // attestors are the configured palm attestors, as core/palm takes them.

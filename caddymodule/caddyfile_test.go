@@ -139,6 +139,9 @@ func TestValidate(t *testing.T) {
 		{"redirect with a space", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"https://evil.example/a b"}}}
 		}, "client c: redirect_uri"},
+		{"plain http redirect to a public host outside dev mode", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"http://app.example/cb"}}}
+		}, "client c: redirect_uri \"http://app.example/cb\": must use https"},
 		{"post-logout redirect with port 99999", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", PostLogoutRedirectURIs: []string{"https://evil.example:99999/out"}}}
 		}, "client c: post_logout_redirect_uri"},

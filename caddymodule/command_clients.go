@@ -40,23 +40,47 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 		client.AddCommand(c)
 		return c
 	}
-	add := common(&cobra.Command{Use: "add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>]",
+	add := common(&cobra.Command{Use: "add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg RS256|ES256|EdDSA]",
 		Short: "Creates a client and prints its client_id and client_secret (shown once)", Args: cobra.NoArgs})
 	add.Flags().String("name", "", "Display name, shown on the login page")
 	add.Flags().StringArray("redirect-uri", nil, "A redirect URI (repeatable)")
 	add.Flags().String("sector", "", "Pairwise sector (default: the client_id)")
+	logoutFlags(add)
 	common(&cobra.Command{Use: "list", Short: "Lists the clients", Args: cobra.NoArgs})
 	common(&cobra.Command{Use: "show <client_id>", Short: "Shows a client", Args: cobra.ExactArgs(1)})
-	update := common(&cobra.Command{Use: "update <client_id> [--name <name>] [--redirect-uri <uri>...] [--sector <id>]",
-		Short: "Changes a client's name, redirect URIs (all replaced) or sector", Args: cobra.ExactArgs(1)})
+	update := common(&cobra.Command{Use: "update <client_id> [--name <name>] [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg <alg>]",
+		Short: "Changes a client's name, redirect URIs (all replaced), sector, post-logout redirect URIs (all replaced; \"\" clears them) or ID token algorithm", Args: cobra.ExactArgs(1)})
 	update.Flags().String("name", "", "New display name")
 	update.Flags().StringArray("redirect-uri", nil, "The new redirect URIs (repeatable; replace all)")
 	update.Flags().String("sector", "", "New pairwise sector")
+	logoutFlags(update)
 	rotate := common(&cobra.Command{Use: "rotate-secret <client_id> [--grace 24h]",
 		Short: "Issues a new secret (printed once); the current one works for --grace more, older ones stop at once", Args: cobra.ExactArgs(1)})
 	rotate.Flags().String("grace", "24h", "How long the current secret keeps working (0s: stops at once); a secret rotated out before stops at once")
 	common(&cobra.Command{Use: "remove <client_id>", Short: "Deletes a client and revokes its grants", Args: cobra.ExactArgs(1)})
 	parent.AddCommand(client)
+}
+
+// logoutFlags adds the flags of RP-initiated logout and of the ID token's algorithm.
+func logoutFlags(c *cobra.Command) {
+	c.Flags().StringArray("post-logout-redirect-uri", nil, "Where /oauth2/logout may send the browser back (repeatable; replace all)")
+	c.Flags().String("id-token-alg", "", "The ID tokens' signing algorithm (id_token_signed_response_alg): RS256 (default), ES256 or EdDSA")
+}
+
+// logoutBody sets the flags of logoutFlags that were given in body.
+func logoutBody(fs caddycmd.Flags, body map[string]any) {
+	if fs.Changed("post-logout-redirect-uri") {
+		var uris []string
+		for _, u := range stringArray(fs, "post-logout-redirect-uri") {
+			if u != "" { // --post-logout-redirect-uri "" clears them
+				uris = append(uris, u)
+			}
+		}
+		body["post_logout_redirect_uris"] = append([]string{}, uris...)
+	}
+	if fs.Changed("id-token-alg") {
+		body["id_token_signed_response_alg"] = fs.String("id-token-alg")
+	}
 }
 
 func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
@@ -74,6 +98,7 @@ func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
 		if s := fs.String("sector"); s != "" {
 			body["sector"] = s
 		}
+		logoutBody(fs, body)
 	case "list":
 		method, path = http.MethodGet, "/palmgate/clients"
 	case "show":
@@ -88,6 +113,7 @@ func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
 		if fs.Changed("redirect-uri") {
 			body["redirect_uris"] = stringArray(fs, "redirect-uri")
 		}
+		logoutBody(fs, body)
 	case "rotate-secret":
 		method, path = http.MethodPost, "/palmgate/clients/"+id+"/rotate-secret"
 		body["grace"] = fs.String("grace")
@@ -144,6 +170,8 @@ type adminClient struct {
 	Secret         string   `json:"client_secret"`
 	PreviousExpiry string   `json:"previous_secret_expires_at"`
 	UpdatedAt      string   `json:"updated_at"`
+	PostLogout     []string `json:"post_logout_redirect_uris"`
+	IDTokenAlg     string   `json:"id_token_signed_response_alg"`
 }
 
 func printClients(out []byte, list bool) (int, error) {
@@ -179,6 +207,8 @@ func printClients(out []byte, list bool) (int, error) {
 	fmt.Fprintf(tw, "name\t%s\n", c.Name)
 	fmt.Fprintf(tw, "redirect_uris\t%s\n", strings.Join(c.RedirectURIs, " "))
 	fmt.Fprintf(tw, "sector\t%s\n", c.Sector)
+	fmt.Fprintf(tw, "post_logout_redirect_uris\t%s\n", strings.Join(c.PostLogout, " "))
+	fmt.Fprintf(tw, "id_token_signed_response_alg\t%s\n", c.IDTokenAlg)
 	if c.Static {
 		fmt.Fprintln(tw, "kind\tstatic (Caddyfile; read-only)")
 	}

@@ -135,14 +135,21 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		s.setLoginCookie(w, id, "", -1) // the login is over
 		s.answerClient(w, r, step.Redirect)
 	default:
-		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes)})
+		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, c.Request.SelfRegistered)})
 	}
 }
 
-// loginLines tells the person, in words, what the application asks for.
-func loginLines(clientName string, scopes []string) []template.HTML {
+// loginLines tells the person, in words, what the application asks for, and
+// whether a developer rather than the operator registered it.
+func loginLines(clientName string, scopes []string, selfRegistered bool) []template.HTML {
 	lines := []template.HTML{
 		template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> asks you to sign in with your palm. It receives:"),
+	}
+	if selfRegistered {
+		lines = []template.HTML{
+			template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> (<span id=\"self-registered\">" +
+				template.HTMLEscapeString(palm.SelfRegisteredNotice) + "</span>) asks you to sign in with your palm. It receives:"),
+		}
 	}
 	for _, words := range oidc.DescribeScopes(scopes) {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))

@@ -36,7 +36,7 @@ func TestPortal(t *testing.T) {
 		t.Fatal("a refused form created an application")
 	}
 
-	id, secret := alice.create(t, "Portal App", redirect, other)
+	id, secret := alice.create(t, "Alice App", redirect, other)
 	page := string(alice.get(t, "/portal/apps/"+id).Body)
 	for _, want := range []string{id, e.URL + "/oauth2", "/.well-known/openid-configuration", `ClientID: &#34;` + id, "palmgate_bearer", "Authlib", "openid-client"} {
 		if !strings.Contains(page, want) {
@@ -73,7 +73,7 @@ func TestPortal(t *testing.T) {
 		} else {
 			r = bob.post(t, tc.path, url.Values{"csrf": {bobCSRF}, "name": {"Hijacked"}, "redirect_uris": {"https://evil.example/cb"}})
 		}
-		if r.Status != http.StatusNotFound || strings.Contains(string(r.Body), "Portal App") {
+		if r.Status != http.StatusNotFound || strings.Contains(string(r.Body), "Alice App") {
 			t.Errorf("bob %s %s: %d, want 404 revealing nothing", tc.method, tc.path, r.Status)
 		}
 	}
@@ -98,8 +98,8 @@ func TestPortal(t *testing.T) {
 	rp.conf.ClientSecret = fresh
 
 	// Edit: the removed redirect URI is refused at once.
-	r = alice.post(t, "/portal/apps/"+id, url.Values{"csrf": {alice.csrf(t)}, "name": {"Portal App 2"}, "redirect_uris": {other}})
-	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "Portal App 2") {
+	r = alice.post(t, "/portal/apps/"+id, url.Values{"csrf": {alice.csrf(t)}, "name": {"Alice App 2"}, "redirect_uris": {other}})
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), "Alice App 2") {
 		t.Fatalf("edit: %d %s", r.Status, testserver.Snippet(r.Body))
 	}
 	expectOAuthError(t, e.do(t, "GET", rp.conf.AuthCodeURL("st"), nil), http.StatusBadRequest, "invalid_request")

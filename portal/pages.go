@@ -15,6 +15,7 @@ var templateFiles embed.FS
 
 var page = template.Must(template.New("portal.html").Funcs(template.FuncMap{
 	"join": strings.Join,
+	"algs": func() []string { return oidc.IDTokenAlgs },
 }).ParseFS(templateFiles, "templates/portal.html"))
 
 // pageData fills the portal's one page template.

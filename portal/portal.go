@@ -268,9 +268,28 @@ func redirectURIs(r *http.Request) []string {
 	return out
 }
 
+// logoutFields sets spec's post-logout redirect URIs (one per line) and ID token
+// algorithm from the form; a field the form lacks is left unchanged.
+func logoutFields(r *http.Request, spec *oidc.ClientSpec) {
+	if _, ok := r.PostForm["post_logout_redirect_uris"]; ok {
+		spec.PostLogoutRedirectURIs = []string{}
+		for _, line := range strings.Split(r.PostFormValue("post_logout_redirect_uris"), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				spec.PostLogoutRedirectURIs = append(spec.PostLogoutRedirectURIs, line)
+			}
+		}
+	}
+	if _, ok := r.PostForm["id_token_signed_response_alg"]; ok {
+		alg := r.PostFormValue("id_token_signed_response_alg")
+		spec.IDTokenAlg = &alg
+	}
+}
+
 func (p *Portal) create(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PostFormValue("name")
-	ci, secret, err := p.oidc.CreateClient(r.Context(), oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r), Owner: s.HumanID})
+	spec := oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r), Owner: s.HumanID}
+	logoutFields(r, &spec)
+	ci, secret, err := p.oidc.CreateClient(r.Context(), spec)
 	if err != nil {
 		p.clientError(w, r, err)
 		return
@@ -299,7 +318,9 @@ func (p *Portal) show(w http.ResponseWriter, r *http.Request, s *session) {
 
 func (p *Portal) update(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PostFormValue("name")
-	ci, err := p.oidc.UpdateClient(r.Context(), r.PathValue("id"), s.HumanID, oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r)})
+	spec := oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r)}
+	logoutFields(r, &spec)
+	ci, err := p.oidc.UpdateClient(r.Context(), r.PathValue("id"), s.HumanID, spec)
 	if err != nil {
 		p.clientError(w, r, err)
 		return

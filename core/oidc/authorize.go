@@ -180,10 +180,14 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	}
 	now := s.now().UTC()
 	ar.ID, ar.Status, ar.ExpiresAt, ar.BrowserHash = uuid.NewString(), RequestPending, now.Add(s.loginTTL), bindingHash(browser.Binding)
-	c, err := s.palm.New(palm.PurposeLogin, ar.ID, palm.Request{
+	req := palm.Request{
 		ClientName: cl.name, Scopes: ar.Scopes, ScopeDescriptions: DescribeScopes(ar.Scopes),
 		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary, Address: browser.Address,
-	}, s.loginTTL)
+	}
+	if cl.selfRegistered {
+		req.SelfRegistered, req.ClientNotice = true, palm.SelfRegisteredNotice
+	}
+	c, err := s.palm.New(palm.PurposeLogin, ar.ID, req, s.loginTTL)
 	if err != nil {
 		return nil, err
 	}

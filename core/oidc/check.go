@@ -9,11 +9,11 @@ import (
 
 // CheckClients checks configured clients (the one definition of the rules;
 // NewService refuses what it refuses, and a config's validation may call it
-// early): an id given once, a secret or a secret hash (not both, the hash well
+// early; dev allows http redirect URIs on any host): an id given once, a secret or a secret hash (not both, the hash well
 // formed), an ID token algorithm palmgate signs with, absolute redirect and post-logout redirect URIs without a fragment, scope tokens including
 // openid, and resources that are absolute URIs without a fragment. The messages
 // name the Caddyfile option.
-func CheckClients(clients []Client) error {
+func CheckClients(clients []Client, dev bool) error {
 	seen := map[string]bool{}
 	for _, c := range clients {
 		if c.ID == "" {
@@ -33,14 +33,14 @@ func CheckClients(clients []Client) error {
 				return fmt.Errorf("client %s: secret_hash: %w", c.ID, err)
 			}
 		}
-		// The dynamic clients' check, http allowed on any host: the operator chose it.
+		// The dynamic clients' check: https, or http on loopback (anywhere in dev mode).
 		for _, ru := range c.RedirectURIs {
-			if err := CheckRedirectURI("redirect_uri", ru, true); err != nil {
+			if err := CheckRedirectURI("redirect_uri", ru, dev); err != nil {
 				return fmt.Errorf("client %s: %w", c.ID, err)
 			}
 		}
 		for _, ru := range c.PostLogoutRedirectURIs {
-			if err := CheckRedirectURI("post_logout_redirect_uri", ru, true); err != nil {
+			if err := CheckRedirectURI("post_logout_redirect_uri", ru, dev); err != nil {
 				return fmt.Errorf("client %s: %w", c.ID, err)
 			}
 		}

@@ -52,6 +52,9 @@ type client struct {
 	// dynamic clients (registry.go): the keyed hashes of the live secrets
 	dynamic     bool
 	dynamicMACs [][]byte
+	// selfRegistered: a dynamic client a developer registered (in the portal),
+	// not the operator; the consent screen says so.
+	selfRegistered bool
 	// postLogoutRedirectURIs: see Client.PostLogoutRedirectURIs.
 	postLogoutRedirectURIs []string
 	// idTokenAlg signs its ID tokens (IDTokenAlgs).
@@ -69,8 +72,8 @@ type clients struct {
 	verifier *verifier
 }
 
-func newClients(list []Client) (*clients, error) {
-	if err := CheckClients(list); err != nil {
+func newClients(list []Client, dev bool) (*clients, error) {
+	if err := CheckClients(list, dev); err != nil {
 		return nil, err
 	}
 	c := &clients{macKey: make([]byte, 32), byID: make(map[string]*client, len(list))}

@@ -57,12 +57,12 @@ func TestIDTokenAlgorithmPerClient(t *testing.T) {
 // TestCheckClientsIDTokenAlg: only the algorithms palmgate signs ID tokens with.
 func TestCheckClientsIDTokenAlg(t *testing.T) {
 	for _, alg := range []string{"", keys.RS256, keys.ES256, keys.EdDSA} {
-		if err := CheckClients([]Client{{ID: "c", Secret: "s", IDTokenAlg: alg}}); err != nil {
+		if err := CheckClients([]Client{{ID: "c", Secret: "s", IDTokenAlg: alg}}, false); err != nil {
 			t.Errorf("IDTokenAlg %q refused: %v", alg, err)
 		}
 	}
 	for _, alg := range []string{"HS256", "none", "RS512", "es256", "Ed25519"} {
-		if err := CheckClients([]Client{{ID: "c", Secret: "s", IDTokenAlg: alg}}); err == nil {
+		if err := CheckClients([]Client{{ID: "c", Secret: "s", IDTokenAlg: alg}}, false); err == nil {
 			t.Errorf("IDTokenAlg %q accepted", alg)
 		}
 	}

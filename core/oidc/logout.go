@@ -75,8 +75,15 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 		return nil, oauthError(ErrInvalidRequest, "state is longer than %d characters", MaxStateLen)
 	}
 	out := &Logout{ClientID: clientID}
-	if clientID != "" && s.clients.get(clientID) == nil {
-		return nil, oauthError(ErrInvalidRequest, "unknown client_id")
+	var cl *client // static or dynamic (read from the store now)
+	if clientID != "" {
+		var err error
+		if cl, err = s.client(ctx, clientID); err != nil {
+			return nil, err
+		}
+		if cl == nil {
+			return nil, oauthError(ErrInvalidRequest, "unknown client_id")
+		}
 	}
 	if hint != "" {
 		claims, err := s.parseIDTokenHint(ctx, hint)
@@ -92,13 +99,17 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 		case clientID == "":
 			return nil, oauthError(ErrInvalidRequest, "the id_token_hint has several audiences: give client_id")
 		}
-		if s.clients.get(out.ClientID) == nil {
-			return nil, oauthError(ErrInvalidRequest, "the id_token_hint is for an unknown client")
+		if cl == nil {
+			if cl, err = s.client(ctx, out.ClientID); err != nil {
+				return nil, err
+			}
+			if cl == nil {
+				return nil, oauthError(ErrInvalidRequest, "the id_token_hint is for an unknown client")
+			}
 		}
 		out.GrantID = claims.GrantID
 	}
 	if redirect != "" {
-		cl := s.clients.get(out.ClientID)
 		if cl == nil {
 			return nil, oauthError(ErrInvalidRequest, "post_logout_redirect_uri needs client_id or id_token_hint to check it against")
 		}

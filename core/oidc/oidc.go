@@ -95,7 +95,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClients(cfg.Clients)
+	cl, err := newClients(cfg.Clients, cfg.DevRedirects)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -85,6 +86,9 @@ type clientRecord struct {
 	Secrets      []storedSecret `json:"secrets"`
 	CreatedAt    time.Time      `json:"createdAt"`
 	UpdatedAt    time.Time      `json:"updatedAt"`
+	// PostLogoutRedirectURIs and IDTokenAlg: see Client ("" is RS256).
+	PostLogoutRedirectURIs []string `json:"postLogoutRedirectUris,omitempty"`
+	IDTokenAlg             string   `json:"idTokenAlg,omitempty"`
 }
 
 // ClientInfo is a client as the admin API and the portal show it (never a secret).
@@ -103,6 +107,10 @@ type ClientInfo struct {
 	// Secrets are the live secrets of a dynamic client (never the secret itself):
 	// the current one, which does not expire, then the previous one, if live.
 	Secrets []SecretInfo `json:"secrets,omitempty"`
+	// PostLogoutRedirectURIs are where RP-initiated logout may send the browser back.
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
+	// IDTokenAlg signs the client's ID tokens (one of IDTokenAlgs).
+	IDTokenAlg string `json:"id_token_signed_response_alg"`
 }
 
 // SecretInfo is one live secret of a dynamic client: the current one, or the
@@ -119,12 +127,17 @@ type ClientSpec struct {
 	RedirectURIs []string // nil: unchanged
 	Sector       *string
 	Owner        string // create only
+	// PostLogoutRedirectURIs (nil: unchanged; empty: none) and IDTokenAlg (nil:
+	// unchanged; "": RS256), as the Caddyfile's options of the same names.
+	PostLogoutRedirectURIs []string
+	IDTokenAlg             *string
 }
 
 // info is the record as shown at now: only the secrets live then.
 func (r *clientRecord) info(now time.Time) *ClientInfo {
 	ci := &ClientInfo{ID: r.ID, Name: r.Name, RedirectURIs: slices.Clone(r.RedirectURIs), Sector: r.Sector, Owner: r.Owner,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256)}
 	for _, s := range r.Secrets {
 		switch {
 		case s.ExpiresAt.IsZero():
@@ -163,9 +176,14 @@ func (s *Service) dynamicClient(rec *clientRecord) *client {
 			macs = append(macs, sec.MAC)
 		}
 	}
+	name := rec.Name
+	if s.checkClientName(name) != nil {
+		name = rec.ID // a name stored before today's rules is not shown (registry_name.go)
+	}
 	return &client{
-		id: rec.ID, name: rec.Name, sector: rec.Sector, redirectURIs: rec.RedirectURIs,
-		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true,
+		id: rec.ID, name: name, sector: rec.Sector, redirectURIs: rec.RedirectURIs,
+		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: rec.Owner != "",
+		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
 	}
 }
 
@@ -243,7 +261,11 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (*ClientInf
 	rec := &clientRecord{
 		ID: clientIDPrefix + base64.RawURLEncoding.EncodeToString(idBytes), Name: *spec.Name,
 		RedirectURIs: spec.RedirectURIs, Owner: spec.Owner, CreatedAt: now, UpdatedAt: now,
-		Secrets: []storedSecret{{MAC: s.secretMAC(secret)}},
+		Secrets:                []storedSecret{{MAC: s.secretMAC(secret)}},
+		PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs, IDTokenAlg: keys.RS256,
+	}
+	if spec.IDTokenAlg != nil && *spec.IDTokenAlg != "" {
+		rec.IDTokenAlg = *spec.IDTokenAlg
 	}
 	rec.Sector = rec.ID
 	if spec.Sector != nil && *spec.Sector != "" {
@@ -294,7 +316,8 @@ func (s *Service) GetClient(ctx context.Context, id string) (*ClientInfo, error)
 }
 
 func (cl *client) info() *ClientInfo {
-	return &ClientInfo{ID: cl.id, Name: cl.name, RedirectURIs: slices.Clone(cl.redirectURIs), Sector: cl.sector, Static: true}
+	return &ClientInfo{ID: cl.id, Name: cl.name, RedirectURIs: slices.Clone(cl.redirectURIs), Sector: cl.sector, Static: true,
+		PostLogoutRedirectURIs: orEmpty(cl.postLogoutRedirectURIs), IDTokenAlg: orDefault(cl.idTokenAlg, keys.RS256)}
 }
 
 // ListClients returns the static clients then the dynamic ones; with owner set,
@@ -367,7 +390,8 @@ func (s *Service) modifyClient(ctx context.Context, id, owner string, fn func(*c
 	return rec, err
 }
 
-// UpdateClient changes a dynamic client's name, redirect URIs or sector.
+// UpdateClient changes a dynamic client's name, redirect URIs, sector,
+// post-logout redirect URIs or ID token algorithm.
 func (s *Service) UpdateClient(ctx context.Context, id, owner string, spec ClientSpec) (*ClientInfo, error) {
 	if err := s.validateSpec(&spec); err != nil {
 		return nil, err
@@ -381,6 +405,12 @@ func (s *Service) UpdateClient(ctx context.Context, id, owner string, spec Clien
 		}
 		if spec.Sector != nil {
 			rec.Sector = orDefault(*spec.Sector, rec.ID)
+		}
+		if spec.PostLogoutRedirectURIs != nil {
+			rec.PostLogoutRedirectURIs = spec.PostLogoutRedirectURIs
+		}
+		if spec.IDTokenAlg != nil {
+			rec.IDTokenAlg = orDefault(*spec.IDTokenAlg, keys.RS256)
 		}
 		return nil
 	})

@@ -362,10 +362,10 @@ func TestCheckRedirectURI(t *testing.T) {
 			if err := CheckRedirectURI("redirect_uri", tc.uri, true); err == nil {
 				t.Errorf("%q accepted with http allowed (dev mode, static clients)", tc.uri)
 			}
-			if err := CheckClients([]Client{{ID: "c", Secret: "s", RedirectURIs: []string{tc.uri}}}); err == nil || !strings.Contains(err.Error(), "client c: redirect_uri") {
+			if err := CheckClients([]Client{{ID: "c", Secret: "s", RedirectURIs: []string{tc.uri}}}, false); err == nil || !strings.Contains(err.Error(), "client c: redirect_uri") {
 				t.Errorf("static redirect_uri %q: CheckClients = %v, want a refusal naming redirect_uri", tc.uri, err)
 			}
-			if err := CheckClients([]Client{{ID: "c", Secret: "s", PostLogoutRedirectURIs: []string{tc.uri}}}); err == nil || !strings.Contains(err.Error(), "client c: post_logout_redirect_uri") {
+			if err := CheckClients([]Client{{ID: "c", Secret: "s", PostLogoutRedirectURIs: []string{tc.uri}}}, false); err == nil || !strings.Contains(err.Error(), "client c: post_logout_redirect_uri") {
 				t.Errorf("static post_logout_redirect_uri %q: CheckClients = %v, want a refusal naming post_logout_redirect_uri", tc.uri, err)
 			}
 			if _, _, err := h.svc.CreateClient(context.Background(), ClientSpec{Name: ptr("a"), RedirectURIs: []string{tc.uri}}); !errors.Is(err, ErrClientInvalid) {
@@ -381,12 +381,21 @@ func TestCheckRedirectURI(t *testing.T) {
 		if err := CheckRedirectURI("redirect_uri", ok, false); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
-		if err := CheckClients([]Client{{ID: "c", Secret: "s", RedirectURIs: []string{ok}, PostLogoutRedirectURIs: []string{ok}}}); err != nil {
+		if err := CheckClients([]Client{{ID: "c", Secret: "s", RedirectURIs: []string{ok}, PostLogoutRedirectURIs: []string{ok}}}, false); err != nil {
 			t.Errorf("static %s: %v", ok, err)
 		}
 	}
-	// Static clients and dev mode keep plain http on any host.
-	if err := CheckClients([]Client{{ID: "c", Secret: "s", RedirectURIs: []string{"http://a.example/cb"}}}); err != nil {
-		t.Errorf("static http redirect_uri: %v", err)
+	// Static clients follow the same rule: plain http only on loopback, outside
+	// dev mode (issue 18, finding 6); in dev mode on any host.
+	for _, c := range []Client{
+		{ID: "c", Secret: "s", RedirectURIs: []string{"http://a.example/cb"}},
+		{ID: "c", Secret: "s", PostLogoutRedirectURIs: []string{"http://a.example/"}},
+	} {
+		if err := CheckClients([]Client{c}, false); err == nil || !strings.Contains(err.Error(), "must use https") {
+			t.Errorf("static http URI on a public host: %v, want refused", err)
+		}
+		if err := CheckClients([]Client{c}, true); err != nil {
+			t.Errorf("static http URI in dev mode: %v", err)
+		}
 	}
 }

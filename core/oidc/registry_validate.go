@@ -16,6 +16,9 @@ func (s *Service) validateSpec(spec *ClientSpec) error {
 		if n == "" || utf8.RuneCountInString(n) > MaxClientNameLen || !utf8.ValidString(n) || strings.ContainsAny(n, "\x00\r\n") {
 			return clientErr(ErrClientInvalid, "name: 1 to %d characters on one line", MaxClientNameLen)
 		}
+		if err := s.checkClientName(n); err != nil {
+			return err
+		}
 		spec.Name = &n
 	}
 	if spec.RedirectURIs != nil {
@@ -43,7 +46,7 @@ func (s *Service) validateSpec(spec *ClientSpec) error {
 		}
 		spec.Sector = &sec
 	}
-	return nil
+	return s.validateLogoutAndAlg(spec)
 }
 
 // ValidateRedirectURI checks a dynamic client's redirect URI (CheckRedirectURI):

@@ -100,7 +100,7 @@ func TestAuthenticateClientSecretHash(t *testing.T) {
 		{ID: "fast", SecretHash: sha256Form("fast-secret")},
 		{ID: "slow", SecretHash: cheapArgon2("slow-secret")},
 		{ID: "clear", Secret: "clear-secret"},
-	})
+	}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,12 +144,12 @@ func TestAuthenticateClientSecretHash(t *testing.T) {
 	}
 
 	t.Run("both secret and secret_hash", func(t *testing.T) {
-		if _, err := newClients([]Client{{ID: "x", Secret: "s", SecretHash: sha256Form("s")}}); err == nil {
+		if _, err := newClients([]Client{{ID: "x", Secret: "s", SecretHash: sha256Form("s")}}, false); err == nil {
 			t.Error("a client with secret and secret_hash was accepted")
 		}
 	})
 	t.Run("bad secret_hash", func(t *testing.T) {
-		_, err := newClients([]Client{{ID: "x", SecretHash: "s3cret"}})
+		_, err := newClients([]Client{{ID: "x", SecretHash: "s3cret"}}, false)
 		if err == nil || !strings.Contains(err.Error(), "secret_hash") {
 			t.Errorf("newClients = %v, want an error naming secret_hash", err)
 		}

@@ -81,6 +81,11 @@ func KeepFor(now, expiresAt time.Time, verified bool) time.Duration {
 type Request struct {
 	// ClientName is the application a login is for.
 	ClientName string `json:"clientName,omitempty"`
+	// SelfRegistered says that a developer registered the application (in the
+	// developer portal), not the operator; ClientNotice says the same in words
+	// (SelfRegisteredNotice) for the app to show beside the name.
+	SelfRegistered bool   `json:"selfRegistered,omitempty"`
+	ClientNotice   string `json:"clientNotice,omitempty"`
 	// Scopes are the login's scopes, and ScopeDescriptions the same in words.
 	Scopes            []string `json:"scopes,omitempty"`
 	ScopeDescriptions []string `json:"scopeDescriptions,omitempty"`
@@ -99,6 +104,9 @@ type Request struct {
 	// the edge counts no address (rate_limit off). Never stored or shown.
 	Address string `json:"-"`
 }
+
+// SelfRegisteredNotice is the words beside a self-registered application's name.
+const SelfRegisteredNotice = "registered by a developer, not by the operator"
 
 // Challenge is one palm verification request.
 type Challenge struct {

@@ -1,0 +1,52 @@
+package oidc
+
+import (
+	"errors"
+	"slices"
+	"strings"
+)
+
+// validateLogoutAndAlg checks and normalises a spec's post-logout redirect URIs
+// (the rules of redirect URIs, at most MaxRedirectURIs, none required) and its ID
+// token algorithm (one of IDTokenAlgs; "" means RS256).
+func (s *Service) validateLogoutAndAlg(spec *ClientSpec) error {
+	if spec.PostLogoutRedirectURIs != nil {
+		if len(spec.PostLogoutRedirectURIs) > MaxRedirectURIs {
+			return clientErr(ErrClientInvalid, "post_logout_redirect_uris: at most %d URIs", MaxRedirectURIs)
+		}
+		uris := []string{}
+		for _, u := range spec.PostLogoutRedirectURIs {
+			u = strings.TrimSpace(u)
+			if err := ValidateRedirectURI(u, s.devRedirects); err != nil {
+				var ce *ClientError
+				if !errors.As(err, &ce) {
+					return err
+				}
+				if strings.HasPrefix(ce.Message, "redirect_uri") {
+					return clientErr(ce.Kind, "post_logout_%s", ce.Message)
+				}
+				return clientErr(ce.Kind, "post_logout_redirect_uri: %s", ce.Message)
+			}
+			if !slices.Contains(uris, u) {
+				uris = append(uris, u)
+			}
+		}
+		spec.PostLogoutRedirectURIs = uris
+	}
+	if spec.IDTokenAlg != nil {
+		alg := strings.TrimSpace(*spec.IDTokenAlg)
+		if alg != "" && !slices.Contains(IDTokenAlgs, alg) {
+			return clientErr(ErrClientInvalid, "id_token_signed_response_alg %.20q: must be one of %s", alg, strings.Join(IDTokenAlgs, ", "))
+		}
+		spec.IDTokenAlg = &alg
+	}
+	return nil
+}
+
+// orEmpty is list, or an empty list for nil (JSON [] rather than null).
+func orEmpty(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return slices.Clone(list)
+}
