@@ -358,8 +358,9 @@ func (s *Store) Stats() Stats {
 // with an error wrapping storage.ErrConflict. A connection lost before the commit
 // was asked for is retried twice on another connection. Errors reaching the database
 // wrap storage.ErrUnavailable. ctx bounds the whole, pauses and the wait for a
-// group (group.go) included. fn must not wait for another Update of this store,
-// which may be waiting for fn's group.
+// group (group.go) included; in a group, a context that ends before the group
+// commits makes the Update leave it, committing nothing. fn must not wait for
+// another Update of this store, which may be waiting for fn's group.
 func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
