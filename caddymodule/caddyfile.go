@@ -34,7 +34,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //	palmgate {
 //		issuer <url>
 //		storage badger <path>
-//		storage postgres <dsn> { max_conns <n>; statement_timeout <d>; connect_timeout <d> }
+//		storage postgres <dsn> { max_conns <n>; statement_timeout <d>; connect_timeout <d>; group_commits on|off }
 //		dev
 //		palm_attestor <name> <public key, base64 DER SPKI>
 //		pairwise_secret <secret>
@@ -143,6 +143,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 //		max_conns <n>
 //		statement_timeout <duration>
 //		connect_timeout <duration>
+//		group_commits on|off
 //	}
 func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 	args := d.RemainingArgs()
@@ -178,8 +179,21 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 			if err := parseDuration(d, &sc.ConnectTimeout); err != nil {
 				return nil, err
 			}
+		case "group_commits":
+			var arg string
+			if err := singleArg(d, &arg); err != nil {
+				return nil, err
+			}
+			switch arg {
+			case "on":
+				sc.DisableGroupCommits = false
+			case "off":
+				sc.DisableGroupCommits = true
+			default:
+				return nil, d.Errf("group_commits: expected on or off, got %q", arg)
+			}
 		default:
-			return nil, d.Errf("storage postgres: unknown option %q (max_conns, statement_timeout, connect_timeout)", option)
+			return nil, d.Errf("storage postgres: unknown option %q (max_conns, statement_timeout, connect_timeout, group_commits)", option)
 		}
 	}
 	return sc, nil

@@ -73,6 +73,8 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"storage postgres max_conns twice an argument", "storage postgres postgres://db/p {\n\tmax_conns 4 5\n}", "max_conns"},
 		{"storage postgres bad statement_timeout", "storage postgres postgres://db/p {\n\tstatement_timeout soon\n}", "statement_timeout"},
 		{"storage postgres bad connect_timeout", "storage postgres postgres://db/p {\n\tconnect_timeout\n}", "connect_timeout"},
+		{"storage postgres bad group_commits", "storage postgres postgres://db/p {\n\tgroup_commits maybe\n}", "group_commits"},
+		{"storage postgres group_commits without value", "storage postgres postgres://db/p {\n\tgroup_commits\n}", "group_commits"},
 		{"storage badger with options", "storage badger /x {\n\tmax_conns 4\n}", "badger"},
 		{"attestor arity", "palm_attestor onlyname", "palm_attestor"},
 		{"rate limit count", "rate_limit many 1m", "rate_limit"},
@@ -124,6 +126,7 @@ func TestValidate(t *testing.T) {
 		want   string
 	}{
 		{"no issuer", func(a *App) { a.Issuer = "" }, "issuer"},
+		{"group commits off on badger", func(a *App) { a.Storage.DisableGroupCommits = true }, "disable_group_commits"},
 		{"issuer with path", func(a *App) { a.Issuer = "https://id.example.com/oauth2" }, "issuer"},
 		{"issuer not http", func(a *App) { a.Issuer = "ftp://id.example.com" }, "issuer"},
 		{"plain http outside dev", func(a *App) { a.Issuer = "http://id.example.com" }, "https"},

@@ -1,6 +1,8 @@
 package caddymodule
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"go.uber.org/zap"
@@ -41,4 +43,36 @@ func TestOpenStoreKeepsCapabilities(t *testing.T) {
 			t.Errorf("store %T is not a storage.KeyReader", a.Store())
 		}
 	})
+}
+
+// TestStorageGroupCommitsOff: `group_commits off` reaches pgstore: concurrent
+// Updates of the app's store never share a transaction.
+func TestStorageGroupCommitsOff(t *testing.T) {
+	a := &App{Storage: &StorageConfig{Backend: "postgres", DSN: pgtest.DSN(t), DisableGroupCommits: true}, logger: zap.NewNop()}
+	a.Storage.setDefaults()
+	if err := a.Storage.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.openStore(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Cleanup() })
+	s := a.Store().(*pgstore.Store)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 10 {
+				err := s.Update(t.Context(), func(tx storage.Txn) error {
+					return tx.Set(fmt.Appendf(nil, "k/%d/%d", w, i), []byte("x"), 0)
+				})
+				if err != nil {
+					t.Errorf("Update: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if st := s.Stats(); st.Groups != 0 {
+		t.Errorf("Stats = %+v: Updates shared a transaction with group_commits off", st)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"github.com/palmgate/palmgate/core/bearer"
-	"github.com/palmgate/palmgate/storage"
 )
 
 // Introspection is the answer of token introspection (RFC 7662). An inactive token
@@ -106,5 +105,5 @@ func (s *Service) Revoke(ctx context.Context, clientID, token string) error {
 	if owner != clientID {
 		return oauthError(ErrUnauthorizedClient, "the token was issued to another client")
 	}
-	return s.store.Update(ctx, func(txn storage.Txn) error { return s.revokeGrant(txn, grantID) })
+	return s.revoke(ctx, grantID)
 }

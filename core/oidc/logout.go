@@ -8,7 +8,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/keys"
-	"github.com/palmgate/palmgate/storage"
 )
 
 // idTokenHintParser reads an id_token_hint. Its signature and `typ` are checked by
@@ -119,7 +118,7 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 		out.RedirectURI, out.State = redirect, state
 	}
 	if out.GrantID != "" {
-		if err := s.store.Update(ctx, func(txn storage.Txn) error { return s.revokeGrant(txn, out.GrantID) }); err != nil {
+		if err := s.revoke(ctx, out.GrantID); err != nil {
 			return nil, err
 		}
 	}

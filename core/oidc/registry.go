@@ -517,15 +517,7 @@ func (s *Service) revokeClientGrants(ctx context.Context, clientID string) error
 		return fmt.Errorf("listing grants of client %s: %w", clientID, err)
 	}
 	for batch := range slices.Chunk(ids, 100) {
-		err := s.store.Update(ctx, func(txn storage.Txn) error {
-			for _, id := range batch {
-				if err := s.revokeGrant(txn, id); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := s.revoke(ctx, batch...); err != nil {
 			return fmt.Errorf("revoking grants of client %s: %w", clientID, err)
 		}
 	}

@@ -3,6 +3,8 @@ package oidc
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/palmgate/palmgate/storage"
@@ -44,5 +46,86 @@ func TestTransactionsRunTwice(t *testing.T) {
 	}
 	if _, err := h.svc.Refresh(context.Background(), "app", tok.RefreshToken, ""); err != nil {
 		t.Fatalf("Refresh on a store that reruns transactions: %v", err)
+	}
+}
+
+// lostCommitStore is a store whose Updates, while fail is set, run fn and then
+// fail as a lost commit does, having committed nothing.
+type lostCommitStore struct {
+	storage.Store
+	fail *atomic.Bool
+}
+
+func (s lostCommitStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
+	if !s.fail.Load() {
+		return s.Store.Update(ctx, fn)
+	}
+	err := s.Store.Update(ctx, func(txn storage.Txn) error {
+		if err := fn(txn); err != nil {
+			return err
+		}
+		return errDiscard
+	})
+	if err != nil && !errors.Is(err, errDiscard) {
+		return err
+	}
+	return fmt.Errorf("commit lost: %w", storage.ErrUnavailable)
+}
+
+// TestRevocationAfterCommit: a revocation whose transaction did not commit (its fn
+// ran, the commit failed) leaves this instance's revocation set as it was, for
+// each way a grant is revoked: a revoke request, a reused code, a reused refresh
+// token. Once committed, the same revocation is in the set at once. (The set used
+// to be changed inside the transaction's fn, which may run again or not commit.)
+func TestRevocationAfterCommit(t *testing.T) {
+	ctx := context.Background()
+	var fail atomic.Bool
+	h := newHarnessOn(t, lostCommitStore{memstore.New(), &fail}, testSecret)
+	cases := []struct {
+		name   string
+		revoke func(t *testing.T, l login, tok *TokenResponse) error
+	}{
+		{"revoke request", func(t *testing.T, l login, tok *TokenResponse) error {
+			return h.svc.Revoke(ctx, "app", tok.AccessToken)
+		}},
+		{"reused code", func(t *testing.T, l login, tok *TokenResponse) error {
+			_, err := h.svc.ExchangeCode(ctx, "app", l.code, appRedirect, "")
+			return err
+		}},
+		{"reused refresh token", func(t *testing.T, l login, tok *TokenResponse) error {
+			_, err := h.svc.Refresh(ctx, "app", tok.RefreshToken, "")
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := h.login(t, params("scope", "openid offline_access"), "alice")
+			tok := h.exchange(t, l, "")
+			claims, err := h.svc.VerifyAccessToken(ctx, tok.AccessToken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "reused refresh token" {
+				if _, err := h.svc.Refresh(ctx, "app", tok.RefreshToken, ""); err != nil {
+					t.Fatal(err) // rotated: tok.RefreshToken is now a reused one
+				}
+			}
+			fail.Store(true)
+			err = tc.revoke(t, l, tok)
+			fail.Store(false)
+			if !errors.Is(err, storage.ErrUnavailable) {
+				t.Fatalf("revoking with a lost commit: %v, want unavailable", err)
+			}
+			if ok, err := h.svc.Revocations().Revoked(ctx, claims.GrantID); ok || err != nil {
+				t.Errorf("after a revocation that did not commit: Revoked = %v, %v; want false", ok, err)
+			}
+			if _, err := h.svc.VerifyAccessToken(ctx, tok.AccessToken); err != nil {
+				t.Errorf("the access token after a revocation that did not commit: %v", err)
+			}
+			tc.revoke(t, l, tok) // committed this time
+			if ok, err := h.svc.Revocations().Revoked(ctx, claims.GrantID); !ok || err != nil {
+				t.Errorf("after a committed revocation: Revoked = %v, %v; want true", ok, err)
+			}
+		})
 	}
 }

@@ -153,8 +153,9 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 	var rec codeRecord
 	var g *grant
 	var reused bool
+	var revoked revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		reused, rec = false, codeRecord{} // fn may run again: nothing of a run before
+		reused, rec, revoked = false, codeRecord{}, revocation{} // fn may run again: nothing of a run before
 		b, err := txn.Get(codeKey(code))
 		if errors.Is(err, storage.ErrNotFound) {
 			return oauthError(ErrInvalidGrant, "unknown or expired code")
@@ -175,7 +176,8 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 		}
 		if rec.GrantID != "" {
 			reused = true
-			return s.revokeGrant(txn, rec.GrantID)
+			revoked, err = s.revokeGrant(txn, rec.GrantID)
+			return err
 		}
 		if rec.RedirectURI != redirectURI {
 			return oauthError(ErrInvalidGrant, "redirect_uri differs from the authorization request's")
@@ -209,6 +211,7 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 		return nil, err
 	}
 	if reused {
+		s.committed(revoked)
 		return nil, oauthError(ErrInvalidGrant, "the code was already used; the tokens issued from it are revoked")
 	}
 	var refreshExp time.Time
@@ -265,28 +268,68 @@ func errGrantGone() error {
 	return oauthError(ErrInvalidGrant, "the grant has expired or was revoked")
 }
 
+// revocation is a grant revoked in a transaction, for this instance's set of
+// revocations once that transaction has committed (Service.committed).
+type revocation struct {
+	grantID string
+	until   time.Time
+}
+
 // revokeGrant marks a grant revoked: its refresh tokens and access tokens stop
-// working. The revocation is recorded even when the grant record has expired.
-func (s *Service) revokeGrant(txn storage.Txn, id string) error {
+// working. The revocation is recorded even when the grant record has expired. It
+// only writes the store: the caller hands the revocation it returns to committed
+// after the commit, as fn may run again, or not commit at all.
+func (s *Service) revokeGrant(txn storage.Txn, id string) (revocation, error) {
 	g, err := getGrant(txn, id)
 	var oe *Error
 	switch {
 	case errors.As(err, &oe): // expired from the store: only its access tokens may live
 	case err != nil:
-		return err
+		return revocation{}, err
 	default:
 		g.Revoked, g.RefreshJTI = true, ""
 		if err := s.putGrant(txn, id, g, 0); err != nil {
-			return err
+			return revocation{}, err
 		}
 	}
 	// Access tokens issued from the grant until now live at most accessTTL more.
 	until := s.now().Add(s.accessTTL + bearer.Leeway)
 	if err := putRevoked(txn, id, until, s.now()); err != nil {
+		return revocation{}, err
+	}
+	return revocation{grantID: id, until: until}, nil
+}
+
+// revoke revokes grants ids in one transaction and, once it has committed, adds
+// them to this instance's set.
+func (s *Service) revoke(ctx context.Context, ids ...string) error {
+	var done []revocation
+	err := s.store.Update(ctx, func(txn storage.Txn) error {
+		done = done[:0] // fn may run again: nothing of a run before
+		for _, id := range ids {
+			r, err := s.revokeGrant(txn, id)
+			if err != nil {
+				return err
+			}
+			done = append(done, r)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	s.revocations.add(id, until)
+	s.committed(done...)
 	return nil
+}
+
+// committed adds revocations whose transaction has committed to this instance's
+// set, so that it refuses their access tokens at once.
+func (s *Service) committed(rs ...revocation) {
+	for _, r := range rs {
+		if r.grantID != "" {
+			s.revocations.add(r.grantID, r.until)
+		}
+	}
 }
 
 // Refresh rotates a refresh token (RFC 6749 6): the old one stops working and a new
@@ -326,8 +369,9 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 	newJTI := uuid.NewString()
 	var g *grant
 	var reused bool
+	var revoked revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		reused = false
+		reused, revoked = false, revocation{}
 		var err error
 		if g, err = getGrant(txn, claims.GrantID); err != nil {
 			return err
@@ -337,7 +381,8 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 		}
 		if subtle.ConstantTimeCompare([]byte(g.RefreshJTI), []byte(claims.ID)) != 1 {
 			reused = true
-			return s.revokeGrant(txn, claims.GrantID)
+			revoked, err = s.revokeGrant(txn, claims.GrantID)
+			return err
 		}
 		for _, sc := range asked {
 			if !slices.Contains(g.Scopes, sc) {
@@ -357,6 +402,7 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 		return nil, err
 	}
 	if reused {
+		s.committed(revoked)
 		return nil, oauthError(ErrInvalidGrant, "the refresh token was already used; its family is revoked")
 	}
 	scopes := g.Scopes

@@ -28,7 +28,10 @@ import (
 // first in that order, having seen the state before every write of the group; the
 // writers follow in any order, none depending on another. A member that iterates
 // (a range read) runs alone too, as does every member of a group whose
-// transaction fails: the group is an optimisation and never an outcome.
+// transaction fails: the group is an optimisation and never an outcome. A
+// member whose context ends before the group commits leaves it: its reads and
+// writes fail with the context's error from then on, none of its writes
+// commit, and its Update returns that error.
 //
 // At most maxGroups groups run at once. An Update that finds fewer running
 // leads a group of itself and the Updates queued by then; one that finds them all
@@ -200,6 +203,7 @@ func (s *Store) commitGroup(calls []*groupCall) bool {
 		return false // every call runs alone, and meets the error itself
 	}
 	defer tx.end()
+	s.groups.Add(1)
 	members := s.runMembers(tx, calls)
 	for _, m := range members {
 		switch {
@@ -280,14 +284,18 @@ func (s *Store) runMembers(tx *txn, calls []*groupCall) []*member {
 
 // admit splits the members that can commit together: readers (no writes, or a
 // failed fn, whose error is their outcome) and writers whose reads and writes meet
-// no other admitted writer's writes, in the order of the calls. The others run
-// alone.
+// no other admitted writer's writes, in the order of the calls. A member whose
+// context has ended leaves with the context's error. The others run alone.
 func (s *Store) admit(members []*member) (readers, writers []*member) {
 	written := map[string]bool{}
 	read := map[string]bool{}
 	for _, m := range members {
 		switch {
 		case m.didPanic || m.goexit || m.left:
+		case m.c.ctx.Err() != nil:
+			// Its context ended while the group ran: it leaves the group, and its
+			// Update returns the context's error, as it would alone.
+			m.c.outcome, m.c.err = callDone, fmt.Errorf("pgstore: update: %w", m.c.ctx.Err())
 		case m.fnErr != nil:
 			m.c.outcome, m.c.err = callDone, m.fnErr
 		case len(m.writes) == 0:
@@ -365,6 +373,9 @@ func (m *member) usable() error {
 	case m.left:
 		return errLeftGroup
 	}
+	if err := m.c.ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: update: %w", err) // it leaves the group (admit)
+	}
 	return m.tx.err
 }
 
@@ -373,6 +384,9 @@ func (m *member) ask(keys [][]byte) error {
 	m.asks = keys
 	m.events <- m
 	<-m.reply
+	if err := m.c.ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: update: %w", err)
+	}
 	return m.tx.err
 }
 

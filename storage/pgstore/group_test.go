@@ -386,3 +386,101 @@ func TestGroupLeaderEndedOtherPanics(t *testing.T) {
 		t.Errorf("the other call's caller recovered %v, want its fn's panic", p)
 	}
 }
+
+// TestGroupCanceledInGroup: a member whose context ends while its group runs
+// leaves the group: its Update returns the context's error, none of its writes
+// commit (even when its fn ignores the errors and returns nil), it does not run
+// again, and the other members commit.
+func TestGroupCanceledInGroup(t *testing.T) {
+	s := closeT(t, openT(t, config(t, pgtest.DSN(t))))
+	release := holdTurn(t, s)
+	ignoring, ignoringCancel := context.WithCancel(context.Background())
+	reading, readingCancel := context.WithCancel(context.Background())
+	defer ignoringCancel()
+	defer readingCancel()
+	var runs [3]atomic.Int64
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	calls := []struct {
+		ctx context.Context
+		fn  func(storage.Txn) error
+	}{
+		{ignoring, func(tx storage.Txn) error { // ends its context, ignores every error
+			runs[0].Add(1)
+			ignoringCancel()
+			tx.Get([]byte("other"))
+			tx.Set([]byte("ignoring"), []byte("x"), 0)
+			return nil
+		}},
+		{reading, func(tx storage.Txn) error { // writes, then ends its context and reads
+			runs[1].Add(1)
+			if err := tx.Set([]byte("reading"), []byte("x"), 0); err != nil {
+				return err
+			}
+			readingCancel()
+			_, err := tx.Get([]byte("other"))
+			return ignoreNotFound(err)
+		}},
+		{context.Background(), func(tx storage.Txn) error {
+			runs[2].Add(1)
+			return tx.Set([]byte("other"), []byte("x"), 0)
+		}},
+	}
+	for i, c := range calls {
+		wg.Go(func() { errs[i] = s.Update(c.ctx, c.fn) })
+		waitQueued(t, s, i+1)
+	}
+	release()
+	wg.Wait()
+	for i := range 2 {
+		if !errors.Is(errs[i], context.Canceled) {
+			t.Errorf("member %d, whose context ended in the group: %v, want context.Canceled", i, errs[i])
+		}
+		if n := runs[i].Load(); n != 1 {
+			t.Errorf("member %d ran %d times, want once", i, n)
+		}
+	}
+	if errs[2] != nil {
+		t.Errorf("the other member: %v", errs[2])
+	}
+	for key, want := range map[string]string{"ignoring": "<none>", "reading": "<none>", "other": "x"} {
+		if got := get(t, s, key); got != want {
+			t.Errorf("%s = %s, want %s", key, got, want)
+		}
+	}
+	if st := s.Stats(); st.Groups != 1 {
+		t.Errorf("Stats.Groups = %d, want 1", st.Groups)
+	}
+}
+
+// TestNoGroupCommits: with Config.NoGroupCommits, concurrent Updates never share
+// a transaction, and lose nothing.
+func TestNoGroupCommits(t *testing.T) {
+	cfg := config(t, pgtest.DSN(t))
+	cfg.NoGroupCommits = true
+	s := closeT(t, openT(t, cfg))
+	const workers, each = 16, 10
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				err := s.Update(t.Context(), func(tx storage.Txn) error {
+					if err := increment(tx, fmt.Sprintf("own/%d", w)); err != nil {
+						return err
+					}
+					return increment(tx, "shared")
+				})
+				if err != nil {
+					t.Errorf("Update: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := get(t, s, "shared"), strconv.Itoa(workers*each); got != want {
+		t.Errorf("shared = %s, want %s", got, want)
+	}
+	if st := s.Stats(); st.Groups != 0 || st.Grouped != 0 {
+		t.Errorf("Stats = %+v: Updates shared a transaction with grouped commits off", st)
+	}
+}

@@ -21,6 +21,7 @@
 // COMMIT; a member whose keys meet another member's writes runs alone afterwards.
 // Each Update has an outcome one of the serial orders gives, and a group's failure
 // only sends its members to run alone. Without load an Update runs alone.
+// Config.NoGroupCommits turns grouping off.
 //
 // Time to live. Expiry is decided by the database's clock, not the instance's:
 // a record written with a ttl expires at now()+ttl (now() being the start of the
@@ -133,6 +134,10 @@ type Config struct {
 	SweepBatch int
 	// Logger receives the store's log lines. Nil means no logging.
 	Logger *zap.Logger
+	// NoGroupCommits turns grouped commits off (group.go): every Update runs in a
+	// transaction of its own, as it does without load. Slower under load, and
+	// simpler.
+	NoGroupCommits bool
 }
 
 // Stats counts events of a store since Open.
@@ -149,6 +154,9 @@ type Stats struct {
 	// Grouped is how many writing Updates committed in a group with others
 	// (group.go).
 	Grouped uint64
+	// Groups is how many transactions two or more Updates shared (group.go),
+	// whether they then committed or not. Zero with Config.NoGroupCommits.
+	Groups uint64
 }
 
 // Store is a storage.Store on a PostgreSQL database. It is safe for concurrent use.
@@ -176,12 +184,13 @@ type Store struct {
 	roundTrips                atomic.Uint64 // of transactions and ReadKey, for tests
 
 	// group queues Updates for grouped commits (group.go), groupLimit is the
-	// bound on a group's members in force, and noGroups (for tests) turns
-	// grouping off.
+	// bound on a group's members in force, and noGroups (Config.NoGroupCommits)
+	// turns grouping off.
 	group      grouping
 	groupLimit atomic.Int64
 	noGroups   bool
 	grouped    atomic.Uint64 // writing Updates committed in a group with others
+	groups     atomic.Uint64 // transactions shared by two or more Updates
 	// groupCommitHook, when set (by tests), is called before a group commits.
 	groupCommitHook func(*txn)
 
@@ -222,6 +231,7 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 		log:         log,
 		host:        describe(cc.Host, cc.Port, cc.Database),
 		maxAttempts: maxAttempts,
+		noGroups:    cfg.NoGroupCommits,
 		sweepBatch:  orDefault(cfg.SweepBatch, DefaultSweepBatch),
 		sweepHook:   sweepHook,
 		// Long enough for a connection to be made and a statement to run into
@@ -336,7 +346,8 @@ func (s *Store) Database() string { return s.host }
 
 // Stats returns the store's counters.
 func (s *Store) Stats() Stats {
-	return Stats{Retries: s.retries.Load(), Conflicts: s.conflicts.Load(), Swept: s.swept.Load(), Grouped: s.grouped.Load()}
+	return Stats{Retries: s.retries.Load(), Conflicts: s.conflicts.Load(), Swept: s.swept.Load(),
+		Grouped: s.grouped.Load(), Groups: s.groups.Load()}
 }
 
 // Update runs fn in a SERIALIZABLE transaction and commits it when fn returns nil.
@@ -347,8 +358,9 @@ func (s *Store) Stats() Stats {
 // with an error wrapping storage.ErrConflict. A connection lost before the commit
 // was asked for is retried twice on another connection. Errors reaching the database
 // wrap storage.ErrUnavailable. ctx bounds the whole, pauses and the wait for a
-// group (group.go) included. fn must not wait for another Update of this store,
-// which may be waiting for fn's group.
+// group (group.go) included; in a group, a context that ends before the group
+// commits makes the Update leave it, committing nothing. fn must not wait for
+// another Update of this store, which may be waiting for fn's group.
 func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
