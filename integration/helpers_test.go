@@ -417,6 +417,17 @@ func parseTime(t *testing.T, s string) time.Time {
 	return tm
 }
 
+// between fails unless got lies in [from, to]: from and to bracket the
+// requests that made got, so the check holds however long they took. grain is
+// the precision got was written with (a JWT's seconds, a record's
+// milliseconds): got may be from truncated to it.
+func between(t *testing.T, what string, got, from, to time.Time, grain time.Duration) {
+	t.Helper()
+	if got.Before(from.Truncate(grain)) || got.After(to) {
+		t.Errorf("%s = %s, want it between %s and %s", what, got.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano))
+	}
+}
+
 // within fails unless got is within tol of want.
 func within(t *testing.T, what string, got, want time.Time, tol time.Duration) {
 	t.Helper()

@@ -43,6 +43,9 @@ type hostileFixture struct {
 	rsPub        *rsa.PublicKey
 }
 
+// hxChallengeMaxAge is the catalogue server's challenge_max_age.
+const hxChallengeMaxAge = time.Hour
+
 // hxTokens are the tokens of one login.
 type hxTokens struct{ access, id, refresh string }
 
@@ -53,8 +56,12 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 		shop: newOIDCClient("shop", ""), other: newOIDCClient("other", ""),
 		ec: newP256Attestor(t, "hostile-engine"), ed: newEd25519Attestor(t, "hostile-ed"),
 	}
+	// Lifetimes far longer than the test on a loaded machine: A's signed
+	// registration must still be a replay (not out of its window) and B's session
+	// pending when the last case is sent, however late that is.
 	f.e = start(t, testserver.Options{Global: strings.Join([]string{
-		"rate_limit off", f.ec.config(), f.ed.config(), f.shop.config(), f.other.config(),
+		"rate_limit off", "challenge_max_age " + hxChallengeMaxAge.String(), "registration_session_ttl 3h",
+		f.ec.config(), f.ed.config(), f.shop.config(), f.other.config(),
 	}, "\n")})
 	e := f.e
 

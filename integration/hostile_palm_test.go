@@ -171,8 +171,9 @@ func hostilePalmCases(f *hostileFixture) []*hostileCase {
 		{"no aud", signEC(with("aud", nil))},
 		{"expired", signEC(with("iat", now.Add(-10*time.Minute).Unix(), "exp", now.Add(-6*time.Minute).Unix()))},
 		{"expired a minute ago", signEC(with("iat", now.Add(-3*time.Minute).Unix(), "exp", now.Add(-time.Minute).Unix()))},
-		{"iat in the future", signEC(with("iat", now.Add(10*time.Minute).Unix(), "exp", now.Add(12*time.Minute).Unix()))},
-		{"nbf in the future", signEC(with("nbf", now.Add(10*time.Minute).Unix()))},
+		// Hours ahead: still ahead when the case is sent on a loaded machine.
+		{"iat in the future", signEC(with("iat", now.Add(3*time.Hour).Unix(), "exp", now.Add(3*time.Hour+2*time.Minute).Unix()))},
+		{"nbf in the future", signEC(with("nbf", now.Add(3*time.Hour).Unix()))},
 		{"lives 10 minutes", signEC(with("exp", now.Add(10*time.Minute).Unix()))},
 		{"no exp", signEC(with("exp", nil))},
 		{"no iat", signEC(with("iat", nil))},
@@ -260,22 +261,24 @@ func hostilePalmCases(f *hostileFixture) []*hostileCase {
 			hx("scan URL with "+n.name, "GET", target+"?nonce="+url.QueryEscape(n.nonce)).v1(404, "challenge_not_found"),
 		)
 	}
-	right := f.chalB.Nonce
+	// right stands for B's current nonce: its cases are sent with the nonce of a
+	// scan URL renewed right before them (see openScan).
+	right := hxNonceB
 	cases = append(cases,
 		hx("deny without a nonce", "POST", target+"/deny").json(`{}`).v1(404, "challenge_not_found"),
 		hx("deny with a numeric nonce", "POST", target+"/deny").json(`{"nonce":12}`).v1(400, "invalid_body"),
 		hx("deny of A's verified challenge", "POST", "/v1/palm/challenges/"+f.chalA.ChallengeID+"/deny").json(map[string]any{"nonce": f.chalA.Nonce}).v1(409, "challenge_not_pending"),
 		hx("deny of the finished login", "POST", "/v1/palm/challenges/"+f.loginChal.ChallengeID+"/deny").json(map[string]any{"nonce": f.loginChal.Nonce}).v1(409, "challenge_not_pending"),
-		hx("dev-scan without a palmSubject", "POST", target+"/dev-scan").json(map[string]any{"nonce": right}).v1(400, "invalid_assertion"),
-		hx("dev-scan with an empty palmSubject", "POST", target+"/dev-scan").json(map[string]any{"nonce": right, "palmSubject": ""}).v1(400, "invalid_assertion"),
-		hx("dev-scan with a palmSubject of 129 bytes", "POST", target+"/dev-scan").json(map[string]any{"nonce": right, "palmSubject": strings.Repeat("s", 129)}).v1(400, "invalid_assertion"),
-		hx("dev-scan with a palmSubject of 10 KiB", "POST", target+"/dev-scan").json(map[string]any{"nonce": right, "palmSubject": strings.Repeat("s", 10<<10)}).v1(400, "invalid_assertion"),
-		hx("dev-scan with a numeric palmSubject", "POST", target+"/dev-scan").json(`{"nonce":"`+right+`","palmSubject":7}`).v1(400, "invalid_body"),
-		hx("dev-scan with a palmSubject of invalid UTF-8", "POST", target+"/dev-scan").json(`{"nonce":"`+right+`","palmSubject":"eve`+"\xff\xfe"+`"}`).v1(400, "invalid_body"),
+		hx("dev-scan without a palmSubject", "POST", target+"/dev-scan").json(map[string]any{"nonce": right}).openScan().v1(400, "invalid_assertion"),
+		hx("dev-scan with an empty palmSubject", "POST", target+"/dev-scan").json(map[string]any{"nonce": right, "palmSubject": ""}).openScan().v1(400, "invalid_assertion"),
+		hx("dev-scan with a palmSubject of 129 bytes", "POST", target+"/dev-scan").json(map[string]any{"nonce": right, "palmSubject": strings.Repeat("s", 129)}).openScan().v1(400, "invalid_assertion"),
+		hx("dev-scan with a palmSubject of 10 KiB", "POST", target+"/dev-scan").json(map[string]any{"nonce": right, "palmSubject": strings.Repeat("s", 10<<10)}).openScan().v1(400, "invalid_assertion"),
+		hx("dev-scan with a numeric palmSubject", "POST", target+"/dev-scan").json(`{"nonce":"`+right+`","palmSubject":7}`).openScan().v1(400, "invalid_body"),
+		hx("dev-scan with a palmSubject of invalid UTF-8", "POST", target+"/dev-scan").json(`{"nonce":"`+right+`","palmSubject":"eve`+"\xff\xfe"+`"}`).openScan().v1(400, "invalid_body"),
 		hx("dev-scan of A's verified challenge", "POST", "/v1/palm/challenges/"+f.chalA.ChallengeID+"/dev-scan").json(map[string]any{"nonce": f.chalA.Nonce, "palmSubject": "eve"}).v1(409, "challenge_not_pending"),
 		hx("dev-scan of the finished login", "POST", "/v1/palm/challenges/"+f.loginChal.ChallengeID+"/dev-scan").json(map[string]any{"nonce": f.loginChal.Nonce, "palmSubject": "eve"}).v1(409, "challenge_not_pending"),
 		hx("scan URL without a nonce", "GET", target).v1(404, "challenge_not_found"),
-		hx("scan URL with the nonce twice, a wrong one first", "GET", target+"?nonce=wrong&nonce="+url.QueryEscape(right)).v1(404, "challenge_not_found"),
+		hx("scan URL with the nonce twice, a wrong one first", "GET", target+"?nonce=wrong&nonce="+hxNonceB).openScan().v1(404, "challenge_not_found"),
 	)
 	return cases
 }

@@ -153,8 +153,8 @@ func hostileRegistryCases(f *hostileFixture) []*hostileCase {
 	}
 
 	// Registration rules, at init only (verify/signature has none of them).
-	old := now.Add(-10 * time.Minute).UnixMilli()
-	future := now.Add(10 * time.Minute).UnixMilli()
+	old := now.Add(-hxChallengeMaxAge - 10*time.Minute).UnixMilli()
+	future := now.Add(hxChallengeMaxAge + 10*time.Minute).UnixMilli()
 	a := f.agentA
 	a2 := *a
 	a2.deviceID = "hostile-agent-a2"
@@ -173,8 +173,8 @@ func hostileRegistryCases(f *hostileFixture) []*hostileCase {
 		{"message with a signed timestamp", x.sign(fmt.Sprintf("x-register-+%d", ms), ms), "invalid_message", "message"},
 		{"message with a timestamp in hex", x.sign(fmt.Sprintf("x-register-0x%x", ms), ms), "invalid_message", "message"},
 		{"message timestamp differs", x.sign(fmt.Sprintf("x-register-%d", ms+1), ms), "timestamp_mismatch", "timestamp"},
-		{"timestamp 10 minutes old", x.sign(fmt.Sprintf("x-register-%d", old), old), "timestamp_out_of_window", "timestamp"},
-		{"timestamp 10 minutes ahead", x.sign(fmt.Sprintf("x-register-%d", future), future), "timestamp_out_of_window", "timestamp"},
+		{"timestamp 10 minutes out of the window, old", x.sign(fmt.Sprintf("x-register-%d", old), old), "timestamp_out_of_window", "timestamp"},
+		{"timestamp 10 minutes out of the window, ahead", x.sign(fmt.Sprintf("x-register-%d", future), future), "timestamp_out_of_window", "timestamp"},
 		{"signature by another key", initBody(nil), "signature_mismatch", "signature"},
 		{"replay of A's registration", f.bodyA, "challenge_replayed", ""},
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -410,9 +411,13 @@ func encodeSegment(t *testing.T, v any) string {
 func TestOIDCExpiredCode(t *testing.T) {
 	t.Parallel()
 	c := newOIDCClient("shop", "")
-	e := startOIDC(t, []oidcClient{c}, "auth_code_ttl 1s")
+	// ttl: long enough for a fresh code to reach the token endpoint on a loaded
+	// machine. The code was issued before it reached the test: past ttl from
+	// then, it has expired.
+	const ttl = 5 * time.Second
+	e := startOIDC(t, []oidcClient{c}, fmt.Sprintf("auth_code_ttl %s", ttl))
 	code, _ := e.codeFor(t, c, e.subject("alice"), false)
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(ttl + 500*time.Millisecond)
 	expectOAuthError(t, e.postToken(t, url.Values{"grant_type": {"authorization_code"}, "code": {code},
 		"redirect_uri": {c.redirects[0]}, "client_id": {c.id}, "client_secret": {c.secret}}), http.StatusBadRequest, "invalid_grant")
 	// A code used within its lifetime works with the same configuration.

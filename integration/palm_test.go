@@ -377,8 +377,13 @@ func TestPalmAssertions(t *testing.T) {
 func TestPalmAssertionExpired(t *testing.T) {
 	t.Parallel()
 	ed := newEd25519Attestor(t, "ed-engine")
-	e := start(t, testserver.Options{NoDev: true, Global: ed.config() + "\nregistration_session_ttl 2s"})
+	// Long enough for the page to show the pending challenge on a loaded
+	// machine; the wait is until the expiry the server set.
+	e := start(t, testserver.Options{NoDev: true, Global: ed.config() + "\nregistration_session_ttl 10s"})
 	a, s, c := e.pending(t, "too-late")
+	if c.Status != "pending" {
+		t.Fatalf("the page shows the challenge %q, want pending (expiresAt %s)", c.Status, c.ExpiresAt)
+	}
 	time.Sleep(time.Until(parseTime(t, c.ExpiresAt).Add(500 * time.Millisecond)))
 	resp := e.assert(t, c.ChallengeID, map[string]any{"assertion": ed.sign(t, ed.claims(e, c, e.subject("late")))})
 	if resp.Status != http.StatusGone {

@@ -71,12 +71,15 @@ func TestImportExport(t *testing.T) {
 	s := closeT(t, openT(t, config(t, dsn)))
 	ctx := context.Background()
 	now := time.Now().Truncate(time.Second)
+	// a/c/3 must outlive the import and the checks after it on a loaded machine;
+	// the test then waits until it has expired.
+	const short = 15 * time.Second
 	in := []storage.Record{
 		{Key: []byte("a/b/1"), Value: []byte("v1")},
 		{Key: []byte("a/b/2"), Value: nil}, // an empty value stays empty, not NULL
 		{Key: []byte("a/c/1"), Value: []byte("in 3 minutes"), ExpiresAt: now.Add(3 * time.Minute)},
 		{Key: []byte("a/c/2"), Value: []byte("already expired"), ExpiresAt: now.Add(-time.Second)},
-		{Key: []byte("a/c/3"), Value: []byte("in 2 seconds"), ExpiresAt: now.Add(2 * time.Second)},
+		{Key: []byte("a/c/3"), Value: []byte("in 15 seconds"), ExpiresAt: now.Add(short)},
 	}
 	// More than one COPY batch.
 	for i := range importBatch + 5 {
@@ -117,7 +120,7 @@ func TestImportExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Until(now.Add(2*time.Second)) + 100*time.Millisecond)
+	time.Sleep(time.Until(now.Add(short)) + 100*time.Millisecond)
 	err = s.View(ctx, func(txn storage.Txn) error {
 		if _, err := txn.Get([]byte("a/c/3")); !errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("get of a record past its expiry: %v, want ErrNotFound", err)

@@ -222,17 +222,22 @@ func TestRetryDespiteSwallowedError(t *testing.T) {
 	s.noGroups = true // two transactions at once, not one group's turn after the other's
 	// Two transactions that each read both keys and write one: under SERIALIZABLE
 	// one must fail (write skew), whatever its fn does with the error.
+	// Both first runs read before either writes: each says so on read, and
+	// waits for ready, which opens once both have read (not after a fixed time,
+	// which a loaded machine may overrun).
 	ready := make(chan struct{})
+	read := make(chan struct{}, 2)
 	var runs atomic.Int64
 	skew := func(write string) func(storage.Txn) error {
 		return func(tx storage.Txn) error {
-			runs.Add(1)
+			n := runs.Add(1)
 			tx.Get([]byte("a"))
 			tx.Get([]byte("b"))
-			if runs.Load() <= 2 { // both first runs read before either writes
+			if n <= 2 {
+				read <- struct{}{}
 				select {
 				case <-ready:
-				case <-time.After(2 * time.Second):
+				case <-time.After(time.Minute): // only if the other never reads
 				}
 			}
 			tx.Set([]byte(write), []byte("x"), 0) // error ignored on purpose
@@ -244,7 +249,13 @@ func TestRetryDespiteSwallowedError(t *testing.T) {
 	for i, k := range []string{"a", "b"} {
 		wg.Go(func() { errs[i] = s.Update(t.Context(), skew(k)) })
 	}
-	time.Sleep(200 * time.Millisecond)
+	for range 2 {
+		select {
+		case <-read:
+		case <-time.After(time.Minute):
+			t.Error("the two transactions did not both read within a minute")
+		}
+	}
 	close(ready)
 	wg.Wait()
 	for _, err := range errs {

@@ -113,7 +113,7 @@ WHERE application_name = 'palmgate' AND pid <> pg_backend_pid()`).Scan(&n); err 
 		if n == 0 {
 			t.Fatal("no pooled connection to terminate")
 		}
-		for deadline := time.Now().Add(5 * time.Second); ; {
+		for deadline := time.Now().Add(30 * time.Second); ; { // ends as soon as they are gone
 			var left int
 			if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'palmgate'`).Scan(&left); err != nil {
 				t.Fatal(err)
