@@ -427,11 +427,3 @@ func between(t *testing.T, what string, got, from, to time.Time, grain time.Dura
 		t.Errorf("%s = %s, want it between %s and %s", what, got.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano))
 	}
 }
-
-// within fails unless got is within tol of want.
-func within(t *testing.T, what string, got, want time.Time, tol time.Duration) {
-	t.Helper()
-	if d := got.Sub(want); d > tol || d < -tol {
-		t.Errorf("%s = %s, want %s ± %s (off by %s)", what, got.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano), tol, d)
-	}
-}
