@@ -544,3 +544,5 @@ func scanLink(t *testing.T, page string) (id, nonce string) {
 	}
 	return strings.TrimPrefix(u.Path, "/v1/palm/challenges/"), u.Query().Get("nonce")
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
