@@ -138,6 +138,8 @@ type testEnv struct {
 type envOptions struct {
 	rateLimit edge.RateLimit // zero: off
 	noDev     bool
+	// maxPending caps pending palm challenges per purpose (palm.Config.MaxPending).
+	maxPending map[palm.Purpose]int
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -167,7 +169,8 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 	var err error
 	e.palm, err = palm.NewService(palm.Config{
 		Store: store, Now: clock.Now, Issuer: testIssuer, Dev: !o.noDev,
-		Attestors: []palm.Attestor{{Name: testAttestor, Key: testAttestorKey.Public()}},
+		Attestors:  []palm.Attestor{{Name: testAttestor, Key: testAttestorKey.Public()}},
+		MaxPending: o.maxPending,
 	})
 	if err != nil {
 		t.Fatalf("palm.NewService: %v", err)

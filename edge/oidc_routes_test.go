@@ -250,6 +250,9 @@ func wantTokens(t *testing.T, rec *recorder) {
 	if cc := rec.Header().Get("Cache-Control"); !strings.Contains(cc, "no-store") {
 		t.Errorf("Cache-Control = %q, want no-store", cc)
 	}
+	if p := rec.Header().Get("Pragma"); p != "no-cache" {
+		t.Errorf("Pragma = %q, want no-cache", p)
+	}
 }
 
 func basicAuth(id, secret string) http.Header {
@@ -344,4 +347,37 @@ func TestTokenRefresh(t *testing.T) {
 	wantOAuthError(t, refresh(first["refresh_token"].(string)), http.StatusBadRequest, "invalid_grant")
 	wantOAuthError(t, refresh(rotated), http.StatusBadRequest, "invalid_grant") // the family is revoked
 	wantOAuthError(t, refresh("garbage"), http.StatusBadRequest, "invalid_grant")
+}
+
+// TestFormPost: with response_mode=form_post the code goes back in an
+// auto-submitting form to the redirect_uri, whose origin alone the page's CSP
+// lets it post to; an error of the request goes back the same way.
+func TestFormPost(t *testing.T) {
+	e := newEnv(t)
+	q := authorizeQuery()
+	q.Set("response_mode", "form_post")
+	l := e.authorize(t, q)
+	id, nonce := e.challenge(t, l)
+	e.devScan(t, id, nonce, "alice")
+	w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
+	wantStatus(t, w, http.StatusOK)
+	if w.Header().Get("Location") != "" {
+		t.Errorf("form_post answered a redirect: %q", w.Header().Get("Location"))
+	}
+	page := w.Body.String()
+	for _, want := range []string{`action="` + testRedirect + `"`, `name="code"`, `name="state" value="st-123"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the form_post page lacks %s:\n%s", want, page)
+		}
+	}
+	if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "form-action https://app.example.com;") {
+		t.Errorf("Content-Security-Policy = %q, want form-action of the client's origin", csp)
+	}
+
+	q.Set("scope", "openid admin")
+	w = e.get(t, "/oauth2/authorize?"+q.Encode())
+	wantStatus(t, w, http.StatusOK)
+	if !strings.Contains(w.Body.String(), `name="error" value="invalid_scope"`) {
+		t.Errorf("the refused form_post request's page lacks error=invalid_scope:\n%s", w.Body)
+	}
 }
