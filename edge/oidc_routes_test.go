@@ -175,6 +175,10 @@ func TestVerifyPage(t *testing.T) {
 	}
 
 	e.devScan(t, id, nonce, "alice")
+	w = e.do(t, req{method: http.MethodHead, target: target, cookies: []*http.Cookie{l.cookie}})
+	if w.Code == http.StatusFound {
+		t.Fatalf("HEAD released the code: %q", w.Header().Get("Location"))
+	}
 	w = e.do(t, req{method: http.MethodGet, target: target, cookies: []*http.Cookie{l.cookie}})
 	wantStatus(t, w, http.StatusFound)
 	loc, _ := url.Parse(w.Header().Get("Location"))
