@@ -1,0 +1,199 @@
+package edge_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/edge"
+)
+
+// TestNoSuchEndpoint: unknown paths, paths with dot or empty segments and wrong
+// methods answer in the /v1 dialect, with Allow on a 405.
+func TestNoSuchEndpoint(t *testing.T) {
+	e := newEnv(t)
+	for _, target := range []string{"/v1/nothing", "/oauth2/nothing", "/v1/agent/verify/device/x/../../../../oauth2/jwks", "/v1//human/leaderboard", "/portal", "/portal/apps"} { // the portal is off here
+		w := e.get(t, target)
+		wantV1Error(t, w, http.StatusNotFound, "not_found", "")
+		if loc := w.Header().Get("Location"); loc != "" {
+			t.Errorf("%s: redirected to %q", target, loc)
+		}
+	}
+	w := e.do(t, req{method: http.MethodDelete, target: "/oauth2/userinfo"})
+	wantV1Error(t, w, http.StatusMethodNotAllowed, "method_not_allowed", "")
+	if w.Header().Get("Allow") != "GET, POST" {
+		t.Errorf("Allow = %q, want GET, POST", w.Header().Get("Allow"))
+	}
+}
+
+// TestBodyTooLarge: a body over 64 KiB is 413 in each dialect: the /v1 body, the
+// OAuth body, the signed-out page.
+func TestBodyTooLarge(t *testing.T) {
+	e := newEnv(t)
+	big := strings.Repeat("a", 65<<10)
+	w := e.postJSON(t, "/v1/agent/verify/signature", `{"message":"`+big+`"}`)
+	wantV1Error(t, w, http.StatusRequestEntityTooLarge, "body_too_large", "")
+	w = e.postJSON(t, "/v1/palm/challenges/x/assertion", `{"assertion":"`+big+`"}`)
+	wantV1Error(t, w, http.StatusRequestEntityTooLarge, "body_too_large", "")
+
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {big}}
+	wantOAuthError(t, e.postForm(t, "/oauth2/token", form, nil), http.StatusRequestEntityTooLarge, "invalid_request")
+	wantOAuthError(t, e.postForm(t, "/oauth2/authorize", form, nil), http.StatusRequestEntityTooLarge, "invalid_request")
+
+	w = e.postForm(t, "/oauth2/logout", url.Values{"state": {big}}, nil)
+	wantPage(t, w, http.StatusRequestEntityTooLarge, "Sign-out refused")
+}
+
+// TestRateLimit: past the rate limit, unauthenticated writes are 429 with
+// Retry-After; failed token requests count and a client out of them is refused
+// before its credentials are checked.
+func TestRateLimit(t *testing.T) {
+	t.Run("v1", func(t *testing.T) {
+		e := newEnv(t, withRateLimit(2))
+		for i := range 2 {
+			wantStatus(t, e.postJSON(t, "/v1/agent/register/init", newAgent("rl"+string(rune('a'+i))).registration(e.clock.Now())), http.StatusCreated)
+		}
+		w := e.postJSON(t, "/v1/agent/register/init", newAgent("rlc").registration(e.clock.Now()))
+		wantV1Error(t, w, http.StatusTooManyRequests, "rate_limited", "")
+		wantRetryAfter(t, w)
+		// Reads are not limited.
+		wantStatus(t, e.get(t, "/v1/agent/verify/device/rla"), http.StatusOK)
+	})
+	t.Run("authorize", func(t *testing.T) {
+		e := newEnv(t, withRateLimit(1))
+		e.authorize(t, authorizeQuery())
+		w := e.get(t, "/oauth2/authorize?"+authorizeQuery().Encode())
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantRetryAfter(t, w)
+		if w.Header().Get("Location") != "" || len(w.Result().Cookies()) != 0 {
+			t.Error("a refused authorization request redirected or set a cookie")
+		}
+	})
+	t.Run("token failures", func(t *testing.T) {
+		e := newEnv(t, withRateLimit(2))
+		bad := codeForm("whatever")
+		bad.Set("client_secret", "wrong")
+		for range 2 {
+			wantOAuthError(t, e.postForm(t, "/oauth2/token", bad, nil), http.StatusUnauthorized, "invalid_client")
+		}
+		w := e.postForm(t, "/oauth2/token", codeForm("whatever"), nil) // the right secret, now
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantRetryAfter(t, w)
+		if strings.Contains(w.Body.String(), "invalid_grant") {
+			t.Error("a client out of requests had its request checked")
+		}
+	})
+}
+
+// TestStoreUnavailable: with the database down, each dialect answers 503 with
+// Retry-After, never a 500: the /v1 body (storage_unavailable), OAuth's
+// temporarily_unavailable, the RFC 6750 refusal of a token that cannot be checked
+// for revocation, and the signed-out page.
+func TestStoreUnavailable(t *testing.T) {
+	e := newEnv(t)
+	tok := e.tokens(t, "alice")
+	code := e.code(t, "alice")
+	session := e.register(t, newAgent("down"), "alice")
+	e.store.down.Store(true)
+
+	t.Run("v1", func(t *testing.T) {
+		for _, w := range []*recorder{
+			e.get(t, "/v1/agent/verify/device/nobody"),
+			e.get(t, "/v1/agent/register/"+session+"/status"),
+			e.postJSON(t, "/v1/agent/register/init", newAgent("new").registration(e.clock.Now())),
+		} {
+			wantV1Error(t, w, http.StatusServiceUnavailable, "storage_unavailable", "")
+			wantRetryAfter(t, w)
+		}
+	})
+	t.Run("oauth", func(t *testing.T) {
+		for _, w := range []*recorder{
+			e.postForm(t, "/oauth2/token", codeForm(code), nil),
+			e.get(t, "/oauth2/authorize?"+authorizeQuery().Encode()),
+			e.postForm(t, "/oauth2/introspect", url.Values{"token": {tok["refresh_token"].(string)}, "client_id": {testClientID}, "client_secret": {testSecret}}, nil),
+		} {
+			wantOAuthError(t, w, http.StatusServiceUnavailable, "temporarily_unavailable")
+			wantRetryAfter(t, w)
+		}
+	})
+	t.Run("bearer", func(t *testing.T) {
+		e.clock.Advance(3 * time.Second) // past the age a revocation set may have
+		for _, target := range []string{"/oauth2/userinfo", "/oauth2/check"} {
+			w := e.do(t, req{method: http.MethodGet, target: target, header: bearer(tok["access_token"].(string))})
+			wantOAuthError(t, w, http.StatusServiceUnavailable, "temporarily_unavailable")
+			wantRetryAfter(t, w)
+			if w.Header().Get("X-Palmgate-Sub") != "" {
+				t.Errorf("%s: an unchecked token was admitted", target)
+			}
+		}
+	})
+	t.Run("page", func(t *testing.T) {
+		q := url.Values{"id_token_hint": {tok["id_token"].(string)}, "post_logout_redirect_uri": {testPostLogout}}
+		w := e.get(t, "/oauth2/logout?"+q.Encode())
+		wantPage(t, w, http.StatusServiceUnavailable, "unavailable")
+		wantRetryAfter(t, w)
+		if w.Header().Get("Location") != "" {
+			t.Error("a logout that could not end the grant redirected as if it had")
+		}
+	})
+	t.Run("verify page", func(t *testing.T) {
+		for _, w := range []*recorder{
+			e.get(t, "/oauth2/verify?auth_request_id=00000000-0000-4000-8000-000000000000"),
+			e.get(t, "/v1/agent/register/"+session+"/verify"),
+		} {
+			wantStatus(t, w, http.StatusServiceUnavailable)
+			wantRetryAfter(t, w)
+		}
+	})
+	e.store.down.Store(false)
+	wantStatus(t, e.get(t, "/v1/agent/verify/device/down"), http.StatusOK)
+}
+
+// TestBusy: past the cap of pending logins, authorize answers 503
+// temporarily_unavailable with Retry-After, and registration init the /v1 body.
+func TestBusy(t *testing.T) {
+	e := newEnv(t, func(o *envOptions) {
+		o.maxPending = map[palm.Purpose]int{palm.PurposeLogin: 1, palm.PurposeAgentRegistration: 1}
+	})
+	e.authorize(t, authorizeQuery())
+	w := e.get(t, "/oauth2/authorize?"+authorizeQuery().Encode())
+	wantOAuthError(t, w, http.StatusServiceUnavailable, "temporarily_unavailable")
+	wantRetryAfter(t, w)
+
+	wantStatus(t, e.postJSON(t, "/v1/agent/register/init", newAgent("busy1").registration(e.clock.Now())), http.StatusCreated)
+	w = e.postJSON(t, "/v1/agent/register/init", newAgent("busy2").registration(e.clock.Now()))
+	wantV1Error(t, w, http.StatusServiceUnavailable, "too_many_pending_requests", "")
+	wantRetryAfter(t, w)
+}
+
+// TestClientGone: a request whose client went away is answered 499 (what Caddy
+// logs), not as a failure of the server.
+func TestClientGone(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequest(http.MethodGet, "/v1/agent/verify/device/x", nil).WithContext(ctx)
+	w := httptest.NewRecorder()
+	e.srv.ServeHTTP(w, r)
+	if w.Code != 499 {
+		t.Errorf("status = %d, want 499; body %s", w.Code, w.Body)
+	}
+}
+
+// TestOwnsPath: the Caddy handler hands palmgate /v1, /oauth2 and /portal and
+// what is under them, nothing else.
+func TestOwnsPath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/v1": true, "/v1/agent/register/init": true, "/oauth2/token": true, "/portal": true, "/portal/apps": true,
+		"/": false, "/v10": false, "/oauth2x/token": false, "/health/ready": false, "/app/v1/x": false,
+	} {
+		if got := edge.OwnsPath(p); got != want {
+			t.Errorf("OwnsPath(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
