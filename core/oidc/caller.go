@@ -57,6 +57,16 @@ func (r *Clients) trustedCaller(id string) (*caller, error) {
 	return &caller{reg: r, id: id, trusted: true}, nil
 }
 
+// prefetch asks txn for keys, the first reads of a transaction that issues tokens,
+// and for the caller's record (a dynamic client's): on a database server, one round
+// trip for them all.
+func (c *caller) prefetch(txn storage.Txn, keys ...[]byte) error {
+	if c.static == nil {
+		keys = append(keys, clientKey(c.id))
+	}
+	return storage.Prefetch(txn, keys...)
+}
+
 // in returns the caller's client, authenticated in txn, the transaction that issues
 // its tokens: call it first in that transaction, before anything else is read.
 func (c *caller) in(txn storage.Txn) (*client, error) {

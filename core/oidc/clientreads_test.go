@@ -7,17 +7,22 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 // clientReads wraps a Store, counting its reads of dynamic client records (keys
-// under oidc/client/): Gets and iterations in transactions, and ReadKeys.
+// under oidc/client/): Gets and iterations in transactions, and ReadKeys. It also
+// counts the rounds of reads of its Updates: each Get that neither a Prefetch nor a
+// write of the transaction covered, and each Prefetch asking for a key not known
+// yet (on a database server, a round trip each).
 type clientReads struct {
 	storage.Store
-	reads atomic.Int64
-	mu    sync.Mutex
+	reads  atomic.Int64
+	rounds atomic.Int64
+	mu     sync.Mutex
 	// beforeUpdate, when set, runs once before the next Update starts.
 	beforeUpdate func()
 }
@@ -34,7 +39,7 @@ func (c *clientReads) ReadKey(ctx context.Context, key []byte) ([]byte, error) {
 }
 
 func (c *clientReads) View(ctx context.Context, fn func(storage.Txn) error) error {
-	return c.Store.View(ctx, func(txn storage.Txn) error { return fn(countedTxn{txn, c}) })
+	return c.Store.View(ctx, func(txn storage.Txn) error { return fn(&countedTxn{Txn: txn, c: c}) })
 }
 
 func (c *clientReads) Update(ctx context.Context, fn func(storage.Txn) error) error {
@@ -45,25 +50,59 @@ func (c *clientReads) Update(ctx context.Context, fn func(storage.Txn) error) er
 	if before != nil {
 		before()
 	}
-	return c.Store.Update(ctx, func(txn storage.Txn) error { return fn(countedTxn{txn, c}) })
+	return c.Store.Update(ctx, func(txn storage.Txn) error {
+		return fn(&countedTxn{Txn: txn, c: c, known: map[string]bool{}})
+	})
 }
 
 type countedTxn struct {
 	storage.Txn
-	c *clientReads
+	c     *clientReads
+	known map[string]bool // keys prefetched or written; nil in a View
 }
 
-func (t countedTxn) Get(key []byte) ([]byte, error) {
+func (t *countedTxn) Get(key []byte) ([]byte, error) {
 	t.c.count(key)
+	if t.known != nil && !t.known[string(key)] {
+		t.c.rounds.Add(1)
+	}
 	return t.Txn.Get(key)
 }
 
-func (t countedTxn) Iterate(prefix []byte, fn func(k, v []byte) (bool, error)) error {
+func (t *countedTxn) Prefetch(keys ...[]byte) error {
+	asks := false
+	for _, k := range keys {
+		asks = asks || !t.known[string(k)]
+		if t.known != nil {
+			t.known[string(k)] = true
+		}
+	}
+	if asks {
+		t.c.rounds.Add(1)
+	}
+	return storage.Prefetch(t.Txn, keys...)
+}
+
+func (t *countedTxn) Set(key, value []byte, ttl time.Duration) error {
+	if t.known != nil {
+		t.known[string(key)] = true
+	}
+	return t.Txn.Set(key, value, ttl)
+}
+
+func (t *countedTxn) Delete(key []byte) error {
+	if t.known != nil {
+		t.known[string(key)] = true
+	}
+	return t.Txn.Delete(key)
+}
+
+func (t *countedTxn) Iterate(prefix []byte, fn func(k, v []byte) (bool, error)) error {
 	t.c.count(prefix)
 	return t.Txn.Iterate(prefix, fn)
 }
 
-func (t countedTxn) IterateKeys(prefix []byte, fn func(k []byte) (bool, error)) error {
+func (t *countedTxn) IterateKeys(prefix []byte, fn func(k []byte) (bool, error)) error {
 	t.c.count(prefix)
 	return t.Txn.IterateKeys(prefix, fn)
 }
@@ -78,8 +117,8 @@ func tokenRequest(id, secret string, kv ...string) ClientRequest {
 }
 
 // TestTokenReadsClientOnce: a token request reads its client once: a dynamic one
-// from the store, in the transaction that issues the tokens (issue 19, item 3);
-// a static one not at all.
+// from the store, in the transaction that issues the tokens, in the same round as
+// the code or grant (issue 19, item 3); a static one not at all.
 func TestTokenReadsClientOnce(t *testing.T) {
 	store := &clientReads{Store: memstore.New()}
 	h := newHarnessOn(t, store, testSecret)
@@ -95,6 +134,7 @@ func TestTokenReadsClientOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := h.login(t, params("client_id", tc.id, "scope", "openid offline_access"), "alice")
 			store.reads.Store(0)
+			store.rounds.Store(0)
 			resp, err := h.svc.Token(ctx, tokenRequest(tc.id, tc.secret,
 				"grant_type", "authorization_code", "code", l.code, "redirect_uri", appRedirect))
 			if err != nil {
@@ -103,13 +143,20 @@ func TestTokenReadsClientOnce(t *testing.T) {
 			if n := store.reads.Load(); n != tc.want {
 				t.Errorf("the code exchange read the client %d times, want %d", n, tc.want)
 			}
+			if n := store.rounds.Load(); n != 1 {
+				t.Errorf("the code exchange's transaction read in %d rounds, want 1 (the code with the client)", n)
+			}
 			store.reads.Store(0)
+			store.rounds.Store(0)
 			if _, err := h.svc.Token(ctx, tokenRequest(tc.id, tc.secret,
 				"grant_type", "refresh_token", "refresh_token", resp.RefreshToken)); err != nil {
 				t.Fatalf("refresh: %v", err)
 			}
 			if n := store.reads.Load(); n != tc.want {
 				t.Errorf("the refresh read the client %d times, want %d", n, tc.want)
+			}
+			if n := store.rounds.Load(); n != 1 {
+				t.Errorf("the refresh's transaction read in %d rounds, want 1 (the grant with the client)", n)
 			}
 		})
 	}

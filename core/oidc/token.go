@@ -146,6 +146,9 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 	var revoked revocation
 	err := s.store.Update(ctx, func(txn storage.Txn) error {
 		reused, rec, revoked = false, codeRecord{}, revocation{} // fn may run again: nothing of a run before
+		if err := c.prefetch(txn, codeKey(code)); err != nil {
+			return err
+		}
 		var err error
 		if cl, err = c.in(txn); err != nil {
 			return err
@@ -394,6 +397,9 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 	var revoked revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		reused, revoked = false, revocation{}
+		if err := c.prefetch(txn, grantKey(claims.GrantID)); err != nil {
+			return err
+		}
 		var err error
 		if cl, err = c.in(txn); err != nil {
 			return err
