@@ -11,9 +11,9 @@ import (
 // authenticated as the request is read, in memory: no store read. A dynamic client
 // is authenticated in the transaction that issues its tokens: the one read of its
 // record there both checks its secret and proves it is still registered. A deletion
-// committed before refuses the request; one committed after conflicts with the
-// transaction, which runs again and refuses it: no grant is written after
-// Clients.Delete's revocation scan.
+// committed before refuses the request; one committed while the transaction runs
+// makes it conflict (it runs again and refuses); one committed after it finds its
+// grant in Clients.Delete's revocation scan. No grant outlives its client.
 type caller struct {
 	reg    *Clients
 	id     string
