@@ -93,7 +93,7 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	switch {
 	case id == "" && r.Method == http.MethodGet:
-		list, err := svc.ListClients(ctx, "")
+		list, err := svc.Clients().List(ctx, "")
 		if err != nil {
 			return clientAdminError(err)
 		}
@@ -106,7 +106,7 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminJSON(r, &b); err != nil {
 			return err
 		}
-		ci, secret, err := svc.CreateClient(ctx, b.spec())
+		ci, secret, err := svc.Clients().Create(ctx, b.spec())
 		if err != nil {
 			return clientAdminError(err)
 		}
@@ -114,7 +114,7 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 	case id == "":
 		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET or POST", r.Method)
 	case action == "" && r.Method == http.MethodGet:
-		ci, err := svc.GetClient(ctx, id)
+		ci, err := svc.Clients().Get(ctx, id)
 		if err != nil {
 			return clientAdminError(err)
 		}
@@ -124,13 +124,13 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 		if err := decodeAdminJSON(r, &b); err != nil {
 			return err
 		}
-		ci, err := svc.UpdateClient(ctx, id, "", b.spec())
+		ci, err := svc.Clients().Update(ctx, id, "", b.spec())
 		if err != nil {
 			return clientAdminError(err)
 		}
 		return writeAdminJSON(w, http.StatusOK, ci)
 	case action == "" && r.Method == http.MethodDelete:
-		if err := svc.DeleteClient(ctx, id, ""); err != nil {
+		if err := svc.Clients().Delete(ctx, id, ""); err != nil {
 			return clientAdminError(err)
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -154,7 +154,7 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 			}
 			grace = d
 		}
-		ci, secret, err := svc.RotateClientSecret(ctx, id, "", grace)
+		ci, secret, err := svc.Clients().RotateSecret(ctx, id, "", grace)
 		if err != nil {
 			return clientAdminError(err)
 		}

@@ -184,7 +184,7 @@ func (p *Portal) home(w http.ResponseWriter, r *http.Request) {
 		p.render(w, r, http.StatusOK, &pageData{Title: "Developer portal"})
 		return
 	}
-	apps, err := p.oidc.ListClients(r.Context(), s.HumanID)
+	apps, err := p.oidc.Clients().List(r.Context(), s.HumanID)
 	if err != nil {
 		p.internal(w, r, err)
 		return
@@ -289,7 +289,7 @@ func (p *Portal) create(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PostFormValue("name")
 	spec := oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r), Owner: s.HumanID}
 	logoutFields(r, &spec)
-	ci, secret, err := p.oidc.CreateClient(r.Context(), spec)
+	ci, secret, err := p.oidc.Clients().Create(r.Context(), spec)
 	if err != nil {
 		p.clientError(w, r, err)
 		return
@@ -299,7 +299,7 @@ func (p *Portal) create(w http.ResponseWriter, r *http.Request, s *session) {
 
 // app returns the session's application id, or answers 404.
 func (p *Portal) app(w http.ResponseWriter, r *http.Request, s *session) *oidc.ClientInfo {
-	ci, err := p.oidc.GetClient(r.Context(), r.PathValue("id"))
+	ci, err := p.oidc.Clients().Get(r.Context(), r.PathValue("id"))
 	if err == nil && (ci.Static || ci.Owner != s.HumanID) {
 		err = oidc.ErrClientNotFound
 	}
@@ -320,7 +320,7 @@ func (p *Portal) update(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PostFormValue("name")
 	spec := oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r)}
 	logoutFields(r, &spec)
-	ci, err := p.oidc.UpdateClient(r.Context(), r.PathValue("id"), s.HumanID, spec)
+	ci, err := p.oidc.Clients().Update(r.Context(), r.PathValue("id"), s.HumanID, spec)
 	if err != nil {
 		p.clientError(w, r, err)
 		return
@@ -338,7 +338,7 @@ func (p *Portal) rotate(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 		grace = time.Duration(secs) * time.Second
 	}
-	ci, secret, err := p.oidc.RotateClientSecret(r.Context(), r.PathValue("id"), s.HumanID, grace)
+	ci, secret, err := p.oidc.Clients().RotateSecret(r.Context(), r.PathValue("id"), s.HumanID, grace)
 	if err != nil {
 		p.clientError(w, r, err)
 		return
@@ -347,7 +347,7 @@ func (p *Portal) rotate(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (p *Portal) remove(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := p.oidc.DeleteClient(r.Context(), r.PathValue("id"), s.HumanID); err != nil {
+	if err := p.oidc.Clients().Delete(r.Context(), r.PathValue("id"), s.HumanID); err != nil {
 		p.clientError(w, r, err)
 		return
 	}

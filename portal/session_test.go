@@ -51,7 +51,7 @@ func expectEnded(t *testing.T, p *Portal, cookie *http.Cookie, humanID, csrf, wh
 	if r := serve(p, "POST", "/portal/apps", form, cookie); r.Code != http.StatusUnauthorized {
 		t.Errorf("%s: a form with the session's CSRF token answers %d, want 401", what, r.Code)
 	}
-	apps, err := p.oidc.ListClients(context.Background(), humanID)
+	apps, err := p.oidc.Clients().List(context.Background(), humanID)
 	if err != nil || len(apps) != 0 {
 		t.Errorf("%s: the developer has %d applications (%v), want none", what, len(apps), err)
 	}
@@ -167,7 +167,7 @@ func TestSessionStoreDown(t *testing.T) {
 	if !signedInPage(serve(p, "GET", "/portal", nil, cookie).Body) {
 		t.Error("the session did not outlive the outage")
 	}
-	if apps, _ := p.oidc.ListClients(context.Background(), devA); len(apps) != 0 {
+	if apps, _ := p.oidc.Clients().List(context.Background(), devA); len(apps) != 0 {
 		t.Errorf("a form posted while the store was down created %d applications", len(apps))
 	}
 }

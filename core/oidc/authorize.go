@@ -111,7 +111,7 @@ func (ar *AuthRequest) boundTo(binding string) bool {
 func (s *Service) ClientName(ar *AuthRequest) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if cl, _ := s.client(ctx, ar.ClientID); cl != nil {
+	if cl, _ := s.clients.lookup(ctx, ar.ClientID); cl != nil {
 		return cl.name
 	}
 	return ar.ClientID
@@ -152,7 +152,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	if clientID == "" {
 		return nil, oauthError(ErrInvalidRequest, "client_id is required")
 	}
-	cl, err := s.client(ctx, clientID)
+	cl, err := s.clients.lookup(ctx, clientID)
 	if err != nil {
 		return nil, err
 	}

@@ -1,14 +1,17 @@
 package oidc
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/storage"
 )
 
 // Client is a registered relying party.
@@ -61,22 +64,45 @@ type client struct {
 	idTokenAlg string
 }
 
-// clients holds the registered clients with hashed secrets. They come from the
-// config, not the store: with several instances, each holds the clients of its own
-// config, so every instance must run the same client blocks (a client known to one
-// instance only is unknown to the others).
-type clients struct {
+// Clients is the client registry: the static clients of the config and the
+// dynamic ones in the store (registry.go), their lookup, authentication, creation,
+// changes and deletion, and the checks of their names and URIs. It authenticates a
+// client and returns it, so that a request reads its client once.
+//
+// Static clients come from the config, not the store: with several instances, each
+// holds the clients of its own config, so every instance must run the same client
+// blocks (a client known to one instance only is unknown to the others).
+type Clients struct {
+	store    storage.Store
+	now      func() time.Time
 	macKey   []byte
-	byID     map[string]*client
+	byID     map[string]*client // the static clients
 	dummy    []byte
 	verifier *verifier
+	// dynamic clients (registry.go)
+	clientKey    []byte
+	devRedirects bool
+	maxPerOwner  int
+	// deleted runs once a dynamic client's deletion has committed (the provider
+	// revokes its grants).
+	deleted func(ctx context.Context, id string) error
 }
 
-func newClients(list []Client, dev bool) (*clients, error) {
+// newClients builds the registry of cfg's clients on cfg's store.
+func newClients(ctx context.Context, cfg Config, now func() time.Time) (*Clients, error) {
+	list, dev := cfg.Clients, cfg.DevRedirects
 	if err := CheckClients(list, dev); err != nil {
 		return nil, err
 	}
-	c := &clients{macKey: make([]byte, 32), byID: make(map[string]*client, len(list))}
+	c := &Clients{store: cfg.Store, now: now, devRedirects: dev, maxPerOwner: cfg.MaxClientsPerOwner,
+		macKey: make([]byte, 32), byID: make(map[string]*client, len(list))}
+	if c.maxPerOwner <= 0 {
+		c.maxPerOwner = DefaultMaxClientsOwner
+	}
+	var err error
+	if c.clientKey, err = loadClientKey(ctx, cfg.Store); err != nil {
+		return nil, err
+	}
 	_, _ = rand.Read(c.macKey) // crypto/rand never fails on supported platforms
 	c.dummy = c.mac("no client has this secret")
 	c.verifier = newVerifier(c.macKey)
@@ -115,32 +141,32 @@ func newClients(list []Client, dev bool) (*clients, error) {
 	return c, nil
 }
 
-func (c *clients) mac(secret string) []byte {
-	m := hmac.New(sha256.New, c.macKey)
+func (r *Clients) mac(secret string) []byte {
+	m := hmac.New(sha256.New, r.macKey)
 	m.Write([]byte(secret))
 	return m.Sum(nil)
 }
 
-// get returns the client with id, or nil.
-func (c *clients) get(id string) *client { return c.byID[id] }
+// get returns the static client with id, or nil.
+func (r *Clients) get(id string) *client { return r.byID[id] }
 
-// authenticate returns the client when id and secret match, comparing in constant
-// time (also when the client is unknown).
+// authenticateStatic returns the static client when id and secret match,
+// comparing in constant time (also when the client is unknown).
 // A client configured with a secret_hash is checked against it: SHA-256 in constant
 // time, argon2id once per distinct secret (see verifier).
-func (c *clients) authenticate(id, secret string) *client {
-	cl := c.byID[id]
+func (r *Clients) authenticateStatic(id, secret string) *client {
+	cl := r.byID[id]
 	if cl != nil && cl.secretHash != nil {
-		if !c.verifier.check(id, cl.secretHash, secret) {
+		if !r.verifier.check(id, cl.secretHash, secret) {
 			return nil
 		}
 		return cl
 	}
-	want := c.dummy
+	want := r.dummy
 	if cl != nil {
 		want = cl.secretMAC
 	}
-	if subtle.ConstantTimeCompare(c.mac(secret), want) != 1 || cl == nil {
+	if subtle.ConstantTimeCompare(r.mac(secret), want) != 1 || cl == nil {
 		return nil
 	}
 	return cl

@@ -24,47 +24,64 @@ type BasicCredentials struct {
 // except resource, RFC 8707) and authenticates the client: client_secret_basic or
 // client_secret_post, not both. It returns the client's id.
 func (s *Service) Authenticate(ctx context.Context, req ClientRequest) (string, error) {
+	id, secret, err := credentials(req)
+	if err != nil {
+		return "", err
+	}
+	if id == "" {
+		return "", oauthError(ErrInvalidClient, "client authentication failed")
+	}
+	cl, err := s.clients.authenticate(ctx, id, secret)
+	if err != nil {
+		return "", err
+	}
+	if cl == nil {
+		return "", oauthError(ErrInvalidClient, "client authentication failed")
+	}
+	return id, nil
+}
+
+// credentials applies the endpoints' parsing rules and returns the client's
+// credentials, unchecked.
+func credentials(req ClientRequest) (id, secret string, err error) {
 	for name, values := range req.Params {
 		// resource may repeat; the grant handlers refuse more than one with
 		// invalid_target.
 		if len(values) > 1 && name != "resource" {
-			return "", oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
+			return "", "", oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
 		}
 	}
-	var id, secret string
 	if b := req.Basic; b != nil {
 		if req.Params.Has("client_secret") {
-			return "", oauthError(ErrInvalidRequest, "use one client authentication method, not two")
+			return "", "", oauthError(ErrInvalidRequest, "use one client authentication method, not two")
 		}
 		var err1, err2 error
 		id, err1 = url.QueryUnescape(b.ID) // RFC 6749 2.3.1
 		secret, err2 = url.QueryUnescape(b.Secret)
 		if err1 != nil || err2 != nil {
-			return "", oauthError(ErrInvalidClient, "malformed basic credentials")
+			return "", "", oauthError(ErrInvalidClient, "malformed basic credentials")
 		}
 		if formID := req.Params.Get("client_id"); formID != "" && formID != id {
-			return "", oauthError(ErrInvalidRequest, "client_id differs from the authenticated client")
+			return "", "", oauthError(ErrInvalidRequest, "client_id differs from the authenticated client")
 		}
-	} else {
-		id, secret = req.Params.Get("client_id"), req.Params.Get("client_secret")
+		return id, secret, nil
 	}
-	if err := s.AuthenticateClient(ctx, id, secret); err != nil {
-		return "", err
-	}
-	return id, nil
+	return req.Params.Get("client_id"), req.Params.Get("client_secret"), nil
 }
 
-// grantHandler serves one grant_type of the token endpoint for an authenticated
-// client. A grant is added by adding a handler to grantHandlers.
-type grantHandler func(ctx context.Context, s *Service, clientID string, params url.Values) (*TokenResponse, error)
+// grantHandler serves one grant_type of the token endpoint for the client of the
+// request (caller), which it authenticates with caller.in in the transaction that
+// issues the tokens, and with caller.refuse when it refuses the request before.
+// A grant is added by adding a handler to grantHandlers.
+type grantHandler func(ctx context.Context, s *Service, c *caller, params url.Values) (*TokenResponse, error)
 
 // grantHandlers are the token endpoint's grants, by grant_type.
 var grantHandlers = map[string]grantHandler{
-	"authorization_code": func(ctx context.Context, s *Service, clientID string, p url.Values) (*TokenResponse, error) {
-		return s.ExchangeCode(ctx, clientID, p.Get("code"), p.Get("redirect_uri"), p.Get("code_verifier"), p["resource"]...)
+	"authorization_code": func(ctx context.Context, s *Service, c *caller, p url.Values) (*TokenResponse, error) {
+		return s.exchangeCode(ctx, c, p.Get("code"), p.Get("redirect_uri"), p.Get("code_verifier"), p["resource"]...)
 	},
-	"refresh_token": func(ctx context.Context, s *Service, clientID string, p url.Values) (*TokenResponse, error) {
-		return s.Refresh(ctx, clientID, p.Get("refresh_token"), p.Get("scope"), p["resource"]...)
+	"refresh_token": func(ctx context.Context, s *Service, c *caller, p url.Values) (*TokenResponse, error) {
+		return s.refresh(ctx, c, p.Get("refresh_token"), p.Get("scope"), p["resource"]...)
 	},
 }
 
@@ -72,20 +89,25 @@ var grantHandlers = map[string]grantHandler{
 var GrantTypes = []string{"authorization_code", "refresh_token"}
 
 // Token is the token endpoint (RFC 6749 3.2): the parsing rules, the client's
-// authentication, then the grant_type's handler. Every failure is an *Error (or a
-// store's error).
+// authentication, then the grant_type's handler. The client is read once: a static
+// one from memory, a dynamic one in the transaction that issues its tokens (see
+// caller). Every failure is an *Error (or a store's error).
 func (s *Service) Token(ctx context.Context, req ClientRequest) (*TokenResponse, error) {
-	clientID, err := s.Authenticate(ctx, req)
+	id, secret, err := credentials(req)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.clients.caller(id, secret)
 	if err != nil {
 		return nil, err
 	}
 	grantType := req.Params.Get("grant_type")
 	if grantType == "" {
-		return nil, oauthError(ErrInvalidRequest, "grant_type is required")
+		return nil, c.refuse(ctx, oauthError(ErrInvalidRequest, "grant_type is required"))
 	}
 	handle, ok := grantHandlers[grantType]
 	if !ok {
-		return nil, oauthError(ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token")
+		return nil, c.refuse(ctx, oauthError(ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token"))
 	}
-	return handle(ctx, s, clientID, req.Params)
+	return handle(ctx, s, c, req.Params)
 }

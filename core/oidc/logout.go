@@ -77,7 +77,7 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 	var cl *client // static or dynamic (read from the store now)
 	if clientID != "" {
 		var err error
-		if cl, err = s.client(ctx, clientID); err != nil {
+		if cl, err = s.clients.lookup(ctx, clientID); err != nil {
 			return nil, err
 		}
 		if cl == nil {
@@ -99,7 +99,7 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 			return nil, oauthError(ErrInvalidRequest, "the id_token_hint has several audiences: give client_id")
 		}
 		if cl == nil {
-			if cl, err = s.client(ctx, out.ClientID); err != nil {
+			if cl, err = s.clients.lookup(ctx, out.ClientID); err != nil {
 				return nil, err
 			}
 			if cl == nil {

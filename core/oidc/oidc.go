@@ -70,7 +70,7 @@ type Service struct {
 	now            func() time.Time
 	base           string
 	issuer         string
-	clients        *clients
+	clients        *Clients
 	pairwiseSecret []byte
 	accessTTL      time.Duration
 	refreshTTL     time.Duration
@@ -79,10 +79,6 @@ type Service struct {
 	refreshParser  *jwt.Parser
 	access         *bearer.Verifier
 	revocations    *revocations
-	// dynamic clients (registry.go)
-	clientKey          []byte
-	devRedirects       bool
-	maxClientsPerOwner int
 }
 
 // NewService builds the provider and registers its palm challenge outcome.
@@ -95,7 +91,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := newClients(cfg.Clients, cfg.DevRedirects)
+	cl, err := newClients(ctx, cfg, now)
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +104,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		accessTTL:      cfg.AccessTTL, refreshTTL: cfg.RefreshTTL, codeTTL: cfg.CodeTTL, loginTTL: cfg.LoginTTL,
 		refreshParser: bearer.NewParser(issuer, keys.ES256, now),
 	}
-	if s.clientKey, err = loadClientKey(ctx, cfg.Store); err != nil {
-		return nil, err
-	}
-	s.devRedirects, s.maxClientsPerOwner = cfg.DevRedirects, cfg.MaxClientsPerOwner
-	if s.maxClientsPerOwner <= 0 {
-		s.maxClientsPerOwner = DefaultMaxClientsOwner
-	}
+	cl.deleted = s.revokeClientGrants
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {
 		return nil, fmt.Errorf("loading revoked grants: %w", err)
 	}
@@ -132,6 +122,9 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	cfg.Palm.Handle(palm.PurposeLogin, outcome{s})
 	return s, nil
 }
+
+// Clients is the client registry.
+func (s *Service) Clients() *Clients { return s.clients }
 
 // Issuer is the OIDC issuer identifier.
 func (s *Service) Issuer() string { return s.issuer }

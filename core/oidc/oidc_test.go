@@ -357,10 +357,10 @@ func TestAuthenticateClient(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := h.svc.AuthenticateClient(context.Background(), tc.id, tc.secret)
+			err := h.auth(tc.id, tc.secret)
 			if tc.ok {
 				if err != nil {
-					t.Errorf("AuthenticateClient: %v", err)
+					t.Errorf("Authenticate: %v", err)
 				}
 				return
 			}

@@ -152,32 +152,32 @@ func (r *clientRecord) info(now time.Time) *ClientInfo {
 	return ci
 }
 
-// client returns the client with id: a static one, else the dynamic one read from
+// lookup returns the client with id: a static one, else the dynamic one read from
 // the store now; nil when there is none.
-func (s *Service) client(ctx context.Context, id string) (*client, error) {
-	if cl := s.clients.get(id); cl != nil {
+func (r *Clients) lookup(ctx context.Context, id string) (*client, error) {
+	if cl := r.get(id); cl != nil {
 		return cl, nil
 	}
-	rec, err := s.getClientRecord(ctx, id)
+	rec, err := r.getRecord(ctx, id)
 	if errors.Is(err, ErrClientNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.dynamicClient(rec), nil
+	return r.dynamicClient(rec), nil
 }
 
-func (s *Service) dynamicClient(rec *clientRecord) *client {
+func (r *Clients) dynamicClient(rec *clientRecord) *client {
 	var macs [][]byte
-	now := s.now()
+	now := r.now()
 	for _, sec := range rec.Secrets {
 		if sec.ExpiresAt.IsZero() || now.Before(sec.ExpiresAt) {
 			macs = append(macs, sec.MAC)
 		}
 	}
 	name := rec.Name
-	if s.checkClientName(name) != nil {
+	if r.checkName(name) != nil {
 		name = rec.ID // a name stored before today's rules is not shown (registry_name.go)
 	}
 	return &client{
@@ -187,11 +187,11 @@ func (s *Service) dynamicClient(rec *clientRecord) *client {
 	}
 }
 
-func (s *Service) getClientRecord(ctx context.Context, id string) (*clientRecord, error) {
+func (r *Clients) getRecord(ctx context.Context, id string) (*clientRecord, error) {
 	if !validClientID(id) {
 		return nil, ErrClientNotFound
 	}
-	return records.Read[clientRecord](ctx, s.store, clientKey(id), ErrClientNotFound, "client "+id)
+	return records.Read[clientRecord](ctx, r.store, clientKey(id), ErrClientNotFound, "client "+id)
 }
 
 func validClientID(id string) bool {
@@ -215,38 +215,44 @@ func writeClient(txn storage.Txn, rec *clientRecord) error {
 	return txn.Set(clientKey(rec.ID), b, 0)
 }
 
-// authenticateClient checks id and secret against the static clients, then the
-// dynamic ones (every live secret, in constant time for each).
-func (s *Service) authenticateClient(ctx context.Context, id, secret string) (*client, error) {
-	if s.clients.get(id) != nil {
-		return s.clients.authenticate(id, secret), nil
+// authenticate returns the client when id and secret match: a static client, then
+// a dynamic one (every live secret, in constant time for each), read from the store
+// now; nil when they do not match.
+func (r *Clients) authenticate(ctx context.Context, id, secret string) (*client, error) {
+	if r.get(id) != nil {
+		return r.authenticateStatic(id, secret), nil
 	}
-	cl, err := s.client(ctx, id)
+	cl, err := r.lookup(ctx, id)
 	if err != nil || cl == nil {
-		s.clients.authenticate("", secret) // the same work for an unknown client
+		r.authenticateStatic("", secret) // the same work for an unknown client
 		return nil, err
 	}
-	mac := s.secretMAC(secret)
+	return r.checkSecret(cl, secret), nil
+}
+
+// checkSecret returns the dynamic client cl when secret is one of its live ones.
+func (r *Clients) checkSecret(cl *client, secret string) *client {
+	mac := r.secretMAC(secret)
 	ok := 0
 	for _, m := range cl.dynamicMACs {
 		ok |= subtle.ConstantTimeCompare(mac, m)
 	}
 	if ok != 1 {
-		return nil, nil
+		return nil
 	}
-	return cl, nil
+	return cl
 }
 
 func newClientSecret() (secret string, err error) { return randomToken(clientSecretBytes) }
 
-// CreateClient registers a dynamic client and returns it with its secret (shown
+// Create registers a dynamic client and returns it with its secret (shown
 // once: only its hash is kept). A spec's Owner bounds how many clients that owner
 // may have (Config.MaxClientsPerOwner).
-func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (*ClientInfo, string, error) {
+func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, string, error) {
 	if spec.Name == nil || spec.RedirectURIs == nil {
 		return nil, "", clientErr(ErrClientInvalid, "name and at least one redirect_uri are required")
 	}
-	if err := s.validateSpec(&spec); err != nil {
+	if err := r.validateSpec(&spec); err != nil {
 		return nil, "", err
 	}
 	idBytes := make([]byte, 16)
@@ -257,11 +263,11 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (*ClientInf
 	if err != nil {
 		return nil, "", err
 	}
-	now := s.now().UTC()
+	now := r.now().UTC()
 	rec := &clientRecord{
 		ID: clientIDPrefix + base64.RawURLEncoding.EncodeToString(idBytes), Name: *spec.Name,
 		RedirectURIs: spec.RedirectURIs, Owner: spec.Owner, CreatedAt: now, UpdatedAt: now,
-		Secrets:                []storedSecret{{MAC: s.secretMAC(secret)}},
+		Secrets:                []storedSecret{{MAC: r.secretMAC(secret)}},
 		PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs, IDTokenAlg: keys.RS256,
 	}
 	if spec.IDTokenAlg != nil && *spec.IDTokenAlg != "" {
@@ -271,7 +277,7 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (*ClientInf
 	if spec.Sector != nil && *spec.Sector != "" {
 		rec.Sector = *spec.Sector
 	}
-	err = s.store.Update(ctx, func(txn storage.Txn) error {
+	err = r.store.Update(ctx, func(txn storage.Txn) error {
 		if spec.Owner != "" {
 			// Every create of an owner reads and writes one key: concurrent creates
 			// conflict (and retry), so they cannot both pass the count below.
@@ -285,8 +291,8 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (*ClientInf
 			if err := txn.IterateKeys(ownerPrefix(spec.Owner), func([]byte) (bool, error) { n++; return true, nil }); err != nil {
 				return err
 			}
-			if n >= s.maxClientsPerOwner {
-				return clientErr(ErrTooManyClients, "at most %d applications per developer; delete one first", s.maxClientsPerOwner)
+			if n >= r.maxPerOwner {
+				return clientErr(ErrTooManyClients, "at most %d applications per developer; delete one first", r.maxPerOwner)
 			}
 			if err := txn.Set(ownerKey(spec.Owner, rec.ID), nil, 0); err != nil {
 				return err
@@ -297,22 +303,22 @@ func (s *Service) CreateClient(ctx context.Context, spec ClientSpec) (*ClientInf
 	if err != nil {
 		return nil, "", err
 	}
-	return rec.info(s.now()), secret, nil
+	return rec.info(r.now()), secret, nil
 }
 
-// GetClient returns a client: a dynamic one, or a static one (Static set).
-func (s *Service) GetClient(ctx context.Context, id string) (*ClientInfo, error) {
-	if cl := s.clients.get(id); cl != nil {
+// Get returns a client: a dynamic one, or a static one (Static set).
+func (r *Clients) Get(ctx context.Context, id string) (*ClientInfo, error) {
+	if cl := r.get(id); cl != nil {
 		return cl.info(), nil
 	}
-	rec, err := s.getClientRecord(ctx, id)
+	rec, err := r.getRecord(ctx, id)
 	if errors.Is(err, ErrClientNotFound) {
 		return nil, clientErr(ErrClientNotFound, "no client %.100q", id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return rec.info(s.now()), nil
+	return rec.info(r.now()), nil
 }
 
 func (cl *client) info() *ClientInfo {
@@ -320,19 +326,19 @@ func (cl *client) info() *ClientInfo {
 		PostLogoutRedirectURIs: orEmpty(cl.postLogoutRedirectURIs), IDTokenAlg: orDefault(cl.idTokenAlg, keys.RS256)}
 }
 
-// ListClients returns the static clients then the dynamic ones; with owner set,
+// List returns the static clients then the dynamic ones; with owner set,
 // only that owner's dynamic clients.
-func (s *Service) ListClients(ctx context.Context, owner string) ([]*ClientInfo, error) {
+func (r *Clients) List(ctx context.Context, owner string) ([]*ClientInfo, error) {
 	var out []*ClientInfo
 	if owner == "" {
-		for _, cl := range s.clients.byID {
+		for _, cl := range r.byID {
 			out = append(out, cl.info())
 		}
 		slices.SortFunc(out, func(a, b *ClientInfo) int { return strings.Compare(a.ID, b.ID) })
 	}
 	var dyn []*ClientInfo
-	now := s.now()
-	err := s.store.View(ctx, func(txn storage.Txn) error {
+	now := r.now()
+	err := r.store.View(ctx, func(txn storage.Txn) error {
 		dyn = dyn[:0]
 		if owner == "" {
 			return txn.Iterate(clientPrefix(), func(_, v []byte) (bool, error) {
@@ -364,17 +370,17 @@ func (s *Service) ListClients(ctx context.Context, owner string) ([]*ClientInfo,
 	return append(out, dyn...), nil
 }
 
-// modifyClient applies fn to a dynamic client; owner, when set, must be its owner
+// modify applies fn to a dynamic client; owner, when set, must be its owner
 // (another owner's client is ErrClientNotFound, as if it did not exist).
-func (s *Service) modifyClient(ctx context.Context, id, owner string, fn func(*clientRecord) error) (*clientRecord, error) {
-	if s.clients.get(id) != nil {
+func (r *Clients) modify(ctx context.Context, id, owner string, fn func(*clientRecord) error) (*clientRecord, error) {
+	if r.get(id) != nil {
 		return nil, clientErr(ErrClientStatic, "client %s is configured statically (Caddyfile) and cannot be changed at run time", id)
 	}
 	if !validClientID(id) {
 		return nil, clientErr(ErrClientNotFound, "no client %.100q", id)
 	}
 	var rec *clientRecord
-	err := s.store.Update(ctx, func(txn storage.Txn) error {
+	err := r.store.Update(ctx, func(txn storage.Txn) error {
 		var err error
 		if rec, err = readClient(txn, id); errors.Is(err, ErrClientNotFound) || (err == nil && owner != "" && rec.Owner != owner) {
 			return clientErr(ErrClientNotFound, "no client %.100q", id)
@@ -384,19 +390,19 @@ func (s *Service) modifyClient(ctx context.Context, id, owner string, fn func(*c
 		if err := fn(rec); err != nil {
 			return err
 		}
-		rec.UpdatedAt = s.now().UTC()
+		rec.UpdatedAt = r.now().UTC()
 		return writeClient(txn, rec)
 	})
 	return rec, err
 }
 
-// UpdateClient changes a dynamic client's name, redirect URIs, sector,
+// Update changes a dynamic client's name, redirect URIs, sector,
 // post-logout redirect URIs or ID token algorithm.
-func (s *Service) UpdateClient(ctx context.Context, id, owner string, spec ClientSpec) (*ClientInfo, error) {
-	if err := s.validateSpec(&spec); err != nil {
+func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec) (*ClientInfo, error) {
+	if err := r.validateSpec(&spec); err != nil {
 		return nil, err
 	}
-	rec, err := s.modifyClient(ctx, id, owner, func(rec *clientRecord) error {
+	rec, err := r.modify(ctx, id, owner, func(rec *clientRecord) error {
 		if spec.Name != nil {
 			rec.Name = *spec.Name
 		}
@@ -417,7 +423,7 @@ func (s *Service) UpdateClient(ctx context.Context, id, owner string, spec Clien
 	if err != nil {
 		return nil, err
 	}
-	return rec.info(s.now()), nil
+	return rec.info(r.now()), nil
 }
 
 func orDefault(v, def string) string {
@@ -427,12 +433,12 @@ func orDefault(v, def string) string {
 	return v
 }
 
-// RotateClientSecret gives a dynamic client a new secret (returned once). The
+// RotateSecret gives a dynamic client a new secret (returned once). The
 // secret current until now becomes the previous one and keeps working for grace
 // (0: stops at once); every older secret stops at once, whatever grace it had left:
 // an emergency rotation (grace 0) leaves only the new secret, and a client never
 // has more than two live secrets.
-func (s *Service) RotateClientSecret(ctx context.Context, id, owner string, grace time.Duration) (*ClientInfo, string, error) {
+func (r *Clients) RotateSecret(ctx context.Context, id, owner string, grace time.Duration) (*ClientInfo, string, error) {
 	if grace < 0 || grace > MaxSecretGrace {
 		return nil, "", clientErr(ErrClientInvalid, "grace: 0 to %s", MaxSecretGrace)
 	}
@@ -440,15 +446,15 @@ func (s *Service) RotateClientSecret(ctx context.Context, id, owner string, grac
 	if err != nil {
 		return nil, "", err
 	}
-	rec, err := s.modifyClient(ctx, id, owner, func(rec *clientRecord) error {
-		now := s.now()
-		rec.Secrets = rotatedSecrets(rec.Secrets, s.secretMAC(secret), now, grace)
+	rec, err := r.modify(ctx, id, owner, func(rec *clientRecord) error {
+		now := r.now()
+		rec.Secrets = rotatedSecrets(rec.Secrets, r.secretMAC(secret), now, grace)
 		return nil
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	return rec.info(s.now()), secret, nil
+	return rec.info(r.now()), secret, nil
 }
 
 // rotatedSecrets are a client's secrets after a rotation at now with grace: the
@@ -469,16 +475,16 @@ func rotatedSecrets(old []storedSecret, mac []byte, now time.Time, grace time.Du
 	return kept
 }
 
-// DeleteClient removes a dynamic client and revokes every grant issued to it (its
-// refresh tokens and access tokens stop working).
-func (s *Service) DeleteClient(ctx context.Context, id, owner string) error {
-	if s.clients.get(id) != nil {
+// Delete removes a dynamic client and then has the provider revoke every grant
+// issued to it (its refresh tokens and access tokens stop working).
+func (r *Clients) Delete(ctx context.Context, id, owner string) error {
+	if r.get(id) != nil {
 		return clientErr(ErrClientStatic, "client %s is configured statically (Caddyfile) and cannot be removed at run time", id)
 	}
 	if !validClientID(id) {
 		return clientErr(ErrClientNotFound, "no client %.100q", id)
 	}
-	err := s.store.Update(ctx, func(txn storage.Txn) error {
+	err := r.store.Update(ctx, func(txn storage.Txn) error {
 		rec, err := readClient(txn, id)
 		if errors.Is(err, ErrClientNotFound) || (err == nil && owner != "" && rec.Owner != owner) {
 			return clientErr(ErrClientNotFound, "no client %.100q", id)
@@ -492,49 +498,8 @@ func (s *Service) DeleteClient(ctx context.Context, id, owner string) error {
 		}
 		return txn.Delete(clientKey(id))
 	})
-	if err != nil {
+	if err != nil || r.deleted == nil {
 		return err
 	}
-	return s.revokeClientGrants(ctx, id)
-}
-
-// revokeClientGrants revokes the live grants of a client. Grants have no index by
-// client: deleting a client is rare, so a scan of the grants does.
-func (s *Service) revokeClientGrants(ctx context.Context, clientID string) error {
-	var ids []string
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		ids = ids[:0]
-		prefix := grantPrefix()
-		return txn.Iterate(prefix, func(k, v []byte) (bool, error) {
-			var g grant
-			if json.Unmarshal(v, &g) == nil && g.ClientID == clientID && !g.Revoked {
-				ids = append(ids, string(k[len(prefix):]))
-			}
-			return true, nil
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("listing grants of client %s: %w", clientID, err)
-	}
-	for batch := range slices.Chunk(ids, 100) {
-		if err := s.revoke(ctx, batch...); err != nil {
-			return fmt.Errorf("revoking grants of client %s: %w", clientID, err)
-		}
-	}
-	return nil
-}
-
-// stillRegistered reads a dynamic client's record in the transaction that issues
-// tokens to it: a deletion committed first makes it fail, and one committed later
-// conflicts with it, so no grant is written after DeleteClient's revocation scan.
-func stillRegistered(txn storage.Txn, cl *client) error {
-	if !cl.dynamic {
-		return nil
-	}
-	if _, err := readClient(txn, cl.id); errors.Is(err, ErrClientNotFound) {
-		return oauthError(ErrInvalidClient, "the client was removed")
-	} else if err != nil {
-		return err
-	}
-	return nil
+	return r.deleted(ctx, id)
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // secretMAC is the keyed hash a dynamic client's secret is stored as.
-func (s *Service) secretMAC(secret string) []byte {
-	m := hmac.New(sha256.New, s.clientKey)
+func (r *Clients) secretMAC(secret string) []byte {
+	m := hmac.New(sha256.New, r.clientKey)
 	m.Write([]byte(secret))
 	return m.Sum(nil)
 }
@@ -47,7 +47,7 @@ func loadClientKey(ctx context.Context, store storage.Store) ([]byte, error) {
 // DerivedKey is a 256-bit key for label, derived from a key every instance on the
 // store shares (the developer portal signs its session cookies with one).
 func (s *Service) DerivedKey(label string) []byte {
-	m := hmac.New(sha256.New, s.clientKey)
+	m := hmac.New(sha256.New, s.clients.clientKey)
 	m.Write([]byte("derived\x00" + label))
 	return m.Sum(nil)
 }

@@ -21,7 +21,7 @@ const dynLoggedOut = "https://dyn.example.test/bye"
 func TestEndSessionDynamicClient(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	ci, _, err := h.svc.CreateClient(ctx, ClientSpec{Name: ptr("Dyn App"), RedirectURIs: []string{appRedirect},
+	ci, _, err := h.svc.Clients().Create(ctx, ClientSpec{Name: ptr("Dyn App"), RedirectURIs: []string{appRedirect},
 		PostLogoutRedirectURIs: []string{dynLoggedOut}, Owner: "dev-1"})
 	if err != nil {
 		t.Fatalf("CreateClient: %v", err)
@@ -78,7 +78,7 @@ func TestEndSessionDynamicClient(t *testing.T) {
 
 	// A deleted client's hint names no client any more.
 	last := login()
-	if err := h.svc.DeleteClient(ctx, ci.ID, ""); err != nil {
+	if err := h.svc.Clients().Delete(ctx, ci.ID, ""); err != nil {
 		t.Fatalf("DeleteClient: %v", err)
 	}
 	_, err = h.svc.EndSession(ctx, url.Values{"id_token_hint": {last.IDToken}})
@@ -93,7 +93,7 @@ func TestEndSessionDynamicClient(t *testing.T) {
 func TestDynamicClientIDTokenAlg(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	ci, _, err := h.svc.CreateClient(ctx, ClientSpec{Name: ptr("Elliptic App"), RedirectURIs: []string{appRedirect}, IDTokenAlg: ptr(keys.ES256)})
+	ci, _, err := h.svc.Clients().Create(ctx, ClientSpec{Name: ptr("Elliptic App"), RedirectURIs: []string{appRedirect}, IDTokenAlg: ptr(keys.ES256)})
 	if err != nil {
 		t.Fatalf("CreateClient: %v", err)
 	}
@@ -108,13 +108,13 @@ func TestDynamicClientIDTokenAlg(t *testing.T) {
 	if got := idAlg(); got != keys.ES256 {
 		t.Errorf("ID token alg %s, want ES256", got)
 	}
-	if _, err := h.svc.UpdateClient(ctx, ci.ID, "", ClientSpec{IDTokenAlg: ptr(keys.EdDSA)}); err != nil {
+	if _, err := h.svc.Clients().Update(ctx, ci.ID, "", ClientSpec{IDTokenAlg: ptr(keys.EdDSA)}); err != nil {
 		t.Fatalf("UpdateClient to EdDSA: %v", err)
 	}
 	if got := idAlg(); got != keys.EdDSA {
 		t.Errorf("ID token alg after the update %s, want EdDSA", got)
 	}
-	if got, _ := h.svc.UpdateClient(ctx, ci.ID, "", ClientSpec{IDTokenAlg: ptr("")}); got == nil || got.IDTokenAlg != keys.RS256 {
+	if got, _ := h.svc.Clients().Update(ctx, ci.ID, "", ClientSpec{IDTokenAlg: ptr("")}); got == nil || got.IDTokenAlg != keys.RS256 {
 		t.Errorf("an empty alg = %+v, want RS256", got)
 	}
 	if got := idAlg(); got != keys.RS256 {
@@ -125,11 +125,11 @@ func TestDynamicClientIDTokenAlg(t *testing.T) {
 		t.Errorf("a client created without either = %+v, want RS256 and no post-logout URIs", plain)
 	}
 	for _, alg := range []string{"HS256", "none", "PS256", "rs256", "ES256 " + "x"} {
-		_, _, err := h.svc.CreateClient(ctx, ClientSpec{Name: ptr("Bad"), RedirectURIs: []string{appRedirect}, IDTokenAlg: ptr(alg)})
+		_, _, err := h.svc.Clients().Create(ctx, ClientSpec{Name: ptr("Bad"), RedirectURIs: []string{appRedirect}, IDTokenAlg: ptr(alg)})
 		if !errors.Is(err, ErrClientInvalid) || !strings.Contains(err.Error(), "id_token_signed_response_alg") {
 			t.Errorf("create with alg %q: %v, want ErrClientInvalid naming id_token_signed_response_alg", alg, err)
 		}
-		if _, err := h.svc.UpdateClient(ctx, ci.ID, "", ClientSpec{IDTokenAlg: ptr(alg)}); !errors.Is(err, ErrClientInvalid) {
+		if _, err := h.svc.Clients().Update(ctx, ci.ID, "", ClientSpec{IDTokenAlg: ptr(alg)}); !errors.Is(err, ErrClientInvalid) {
 			t.Errorf("update to alg %q: %v, want ErrClientInvalid", alg, err)
 		}
 	}
@@ -137,7 +137,7 @@ func TestDynamicClientIDTokenAlg(t *testing.T) {
 
 func (h *harness) mustGet(t *testing.T, id string) *ClientInfo {
 	t.Helper()
-	ci, err := h.svc.GetClient(context.Background(), id)
+	ci, err := h.svc.Clients().Get(context.Background(), id)
 	if err != nil {
 		t.Fatalf("GetClient(%s): %v", id, err)
 	}
@@ -150,7 +150,7 @@ func (h *harness) mustGet(t *testing.T, id string) *ClientInfo {
 func TestDynamicClientPostLogoutURIs(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	ci, _, err := h.svc.CreateClient(ctx, ClientSpec{Name: ptr("Dyn"), RedirectURIs: []string{appRedirect},
+	ci, _, err := h.svc.Clients().Create(ctx, ClientSpec{Name: ptr("Dyn"), RedirectURIs: []string{appRedirect},
 		PostLogoutRedirectURIs: []string{" " + dynLoggedOut, dynLoggedOut, "http://localhost:8080/bye"}})
 	if err != nil {
 		t.Fatalf("CreateClient: %v", err)
@@ -158,14 +158,14 @@ func TestDynamicClientPostLogoutURIs(t *testing.T) {
 	if want := []string{dynLoggedOut, "http://localhost:8080/bye"}; !slices.Equal(ci.PostLogoutRedirectURIs, want) {
 		t.Errorf("post_logout_redirect_uris = %v, want %v", ci.PostLogoutRedirectURIs, want)
 	}
-	got, err := h.svc.UpdateClient(ctx, ci.ID, "", ClientSpec{Name: ptr("Dyn 2")})
+	got, err := h.svc.Clients().Update(ctx, ci.ID, "", ClientSpec{Name: ptr("Dyn 2")})
 	if err != nil || len(got.PostLogoutRedirectURIs) != 2 {
 		t.Errorf("an update without them = %+v, %v; want them unchanged", got, err)
 	}
-	if got, err = h.svc.UpdateClient(ctx, ci.ID, "", ClientSpec{PostLogoutRedirectURIs: []string{appLoggedOut}}); err != nil || !slices.Equal(got.PostLogoutRedirectURIs, []string{appLoggedOut}) {
+	if got, err = h.svc.Clients().Update(ctx, ci.ID, "", ClientSpec{PostLogoutRedirectURIs: []string{appLoggedOut}}); err != nil || !slices.Equal(got.PostLogoutRedirectURIs, []string{appLoggedOut}) {
 		t.Errorf("replacing them = %+v, %v", got, err)
 	}
-	if got, err = h.svc.UpdateClient(ctx, ci.ID, "", ClientSpec{PostLogoutRedirectURIs: []string{}}); err != nil || len(got.PostLogoutRedirectURIs) != 0 {
+	if got, err = h.svc.Clients().Update(ctx, ci.ID, "", ClientSpec{PostLogoutRedirectURIs: []string{}}); err != nil || len(got.PostLogoutRedirectURIs) != 0 {
 		t.Errorf("clearing them = %+v, %v", got, err)
 	}
 	if _, err := h.svc.EndSession(ctx, url.Values{"client_id": {ci.ID}, "post_logout_redirect_uri": {appLoggedOut}}); err == nil {
@@ -179,11 +179,11 @@ func TestDynamicClientPostLogoutURIs(t *testing.T) {
 		"relative": {"/bye"}, "fragment": {"https://a.test/bye#x"}, "http": {"http://a.test/bye"},
 		"javascript": {"javascript:alert(1)"}, "empty": {""}, "too many": many,
 	} {
-		_, _, err := h.svc.CreateClient(ctx, ClientSpec{Name: ptr("Bad"), RedirectURIs: []string{appRedirect}, PostLogoutRedirectURIs: uris})
+		_, _, err := h.svc.Clients().Create(ctx, ClientSpec{Name: ptr("Bad"), RedirectURIs: []string{appRedirect}, PostLogoutRedirectURIs: uris})
 		if !errors.Is(err, ErrClientInvalid) || !strings.Contains(err.Error(), "post_logout_redirect_uri") {
 			t.Errorf("%s: create = %v, want ErrClientInvalid naming post_logout_redirect_uri", name, err)
 		}
-		if _, err := h.svc.UpdateClient(ctx, ci.ID, "", ClientSpec{PostLogoutRedirectURIs: uris}); !errors.Is(err, ErrClientInvalid) {
+		if _, err := h.svc.Clients().Update(ctx, ci.ID, "", ClientSpec{PostLogoutRedirectURIs: uris}); !errors.Is(err, ErrClientInvalid) {
 			t.Errorf("%s: update = %v, want ErrClientInvalid", name, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 // validateLogoutAndAlg checks and normalises a spec's post-logout redirect URIs
 // (the rules of redirect URIs, at most MaxRedirectURIs, none required) and its ID
 // token algorithm (one of IDTokenAlgs; "" means RS256).
-func (s *Service) validateLogoutAndAlg(spec *ClientSpec) error {
+func (r *Clients) validateLogoutAndAlg(spec *ClientSpec) error {
 	if spec.PostLogoutRedirectURIs != nil {
 		if len(spec.PostLogoutRedirectURIs) > MaxRedirectURIs {
 			return clientErr(ErrClientInvalid, "post_logout_redirect_uris: at most %d URIs", MaxRedirectURIs)
@@ -17,7 +17,7 @@ func (s *Service) validateLogoutAndAlg(spec *ClientSpec) error {
 		uris := []string{}
 		for _, u := range spec.PostLogoutRedirectURIs {
 			u = strings.TrimSpace(u)
-			if err := ValidateRedirectURI(u, s.devRedirects); err != nil {
+			if err := ValidateRedirectURI(u, r.devRedirects); err != nil {
 				var ce *ClientError
 				if !errors.As(err, &ce) {
 					return err

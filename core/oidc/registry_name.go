@@ -11,7 +11,7 @@ import (
 // A dynamic client's name is shown on the login page and on the phone's consent
 // screen, where the person checks which application asks them to sign in. A
 // developer must not be able to make it read as the operator's own service or as
-// another application, so checkClientName refuses:
+// another application, so checkName refuses:
 //
 //   - characters that do not show as themselves: control (Cc), format (Cf: the
 //     bidi controls U+202A-U+202E and U+2066-U+2069, the marks U+200E/U+200F, zero
@@ -81,9 +81,9 @@ func checkNameRunes(name string) error {
 	return nil
 }
 
-// checkClientName checks a dynamic client's (trimmed) name: characters that show
+// checkName checks a dynamic client's (trimmed) name: characters that show
 // as themselves, and no reserved name (see above).
-func (s *Service) checkClientName(name string) error {
+func (r *Clients) checkName(name string) error {
 	if err := checkNameRunes(name); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (s *Service) checkClientName(name string) error {
 	if strings.Contains(squashed, reservedBrand) {
 		return clientErr(ErrClientInvalid, "name: %q is reserved to the operator; choose a name without it", reservedBrand)
 	}
-	for _, cl := range s.clients.byID {
+	for _, cl := range r.byID {
 		for _, taken := range []string{cl.name, cl.id} {
 			if _, k := nameKey(taken); k != "" && k == squashed {
 				return clientErr(ErrClientInvalid, "name: an application of the operator is called that; choose another name")

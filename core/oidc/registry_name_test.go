@@ -54,13 +54,13 @@ func TestClientNames(t *testing.T) {
 		"a static client's id":         "es-app",
 	}
 	for name, n := range refused {
-		_, _, err := h.svc.CreateClient(ctx, ClientSpec{Name: ptr(n), RedirectURIs: []string{appRedirect}, Owner: "dev-" + name})
+		_, _, err := h.svc.Clients().Create(ctx, ClientSpec{Name: ptr(n), RedirectURIs: []string{appRedirect}, Owner: "dev-" + name})
 		if !errors.Is(err, ErrClientInvalid) || !strings.Contains(err.Error(), "name") {
 			t.Errorf("%s: create named %+q = %v, want ErrClientInvalid about the name", name, n, err)
 		}
 	}
 	ci, _ := h.createClient(t, "dev", appRedirect)
-	if _, err := h.svc.UpdateClient(ctx, ci.ID, "dev", ClientSpec{Name: ptr("palmgate developer portal")}); !errors.Is(err, ErrClientInvalid) {
+	if _, err := h.svc.Clients().Update(ctx, ci.ID, "dev", ClientSpec{Name: ptr("palmgate developer portal")}); !errors.Is(err, ErrClientInvalid) {
 		t.Errorf("renaming to the portal's name = %v, want ErrClientInvalid", err)
 	}
 	accepted := []string{
@@ -68,7 +68,7 @@ func TestClientNames(t *testing.T) {
 		"Transportal", "e\u0301clair", "Shop 🛒", "Palm Reading", "Gate Keeper",
 	}
 	for _, n := range accepted {
-		if _, _, err := h.svc.CreateClient(ctx, ClientSpec{Name: ptr(n), RedirectURIs: []string{appRedirect}}); err != nil {
+		if _, _, err := h.svc.Clients().Create(ctx, ClientSpec{Name: ptr(n), RedirectURIs: []string{appRedirect}}); err != nil {
 			t.Errorf("create named %+q: %v, want it accepted", n, err)
 		}
 	}

@@ -3,6 +3,7 @@ package oidc
 import (
 	"context"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -15,15 +16,17 @@ func ptr[T any](v T) *T { return &v }
 
 func (h *harness) createClient(t *testing.T, owner string, uris ...string) (*ClientInfo, string) {
 	t.Helper()
-	ci, secret, err := h.svc.CreateClient(context.Background(), ClientSpec{Name: ptr("Dyn App"), RedirectURIs: uris, Owner: owner})
+	ci, secret, err := h.svc.Clients().Create(context.Background(), ClientSpec{Name: ptr("Dyn App"), RedirectURIs: uris, Owner: owner})
 	if err != nil {
 		t.Fatalf("CreateClient: %v", err)
 	}
 	return ci, secret
 }
 
+// auth authenticates a client as the introspection and revocation endpoints do.
 func (h *harness) auth(id, secret string) error {
-	return h.svc.AuthenticateClient(context.Background(), id, secret)
+	_, err := h.svc.Authenticate(context.Background(), ClientRequest{Params: url.Values{"client_id": {id}, "client_secret": {secret}}})
+	return err
 }
 
 func TestDynamicClientLogin(t *testing.T) {
@@ -52,10 +55,10 @@ func TestDynamicClientLogin(t *testing.T) {
 		t.Error("the stored record contains the secret")
 	}
 	// Deleting it revokes its refresh token and refuses it everywhere.
-	if err := h.svc.DeleteClient(context.Background(), ci.ID, "dev-2"); !errors.Is(err, ErrClientNotFound) {
+	if err := h.svc.Clients().Delete(context.Background(), ci.ID, "dev-2"); !errors.Is(err, ErrClientNotFound) {
 		t.Fatalf("another owner's delete = %v, want ErrClientNotFound", err)
 	}
-	if err := h.svc.DeleteClient(context.Background(), ci.ID, "dev-1"); err != nil {
+	if err := h.svc.Clients().Delete(context.Background(), ci.ID, "dev-1"); err != nil {
 		t.Fatalf("DeleteClient: %v", err)
 	}
 	if _, err := h.svc.Refresh(context.Background(), ci.ID, resp.RefreshToken, ""); err == nil {
@@ -74,7 +77,7 @@ func TestDynamicClientLogin(t *testing.T) {
 
 func (h *harness) rawClient(t *testing.T, id string) string {
 	t.Helper()
-	rec, err := h.svc.getClientRecord(context.Background(), id)
+	rec, err := h.svc.clients.getRecord(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +91,7 @@ func (h *harness) rawClient(t *testing.T, id string) string {
 func TestRotateClientSecretGrace(t *testing.T) {
 	h := newHarness(t)
 	ci, old := h.createClient(t, "", appRedirect)
-	_, fresh, err := h.svc.RotateClientSecret(context.Background(), ci.ID, "", time.Hour)
+	_, fresh, err := h.svc.Clients().RotateSecret(context.Background(), ci.ID, "", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +107,7 @@ func TestRotateClientSecretGrace(t *testing.T) {
 	if err := h.auth(ci.ID, fresh); err != nil {
 		t.Errorf("the new secret: %v", err)
 	}
-	_, third, err := h.svc.RotateClientSecret(context.Background(), ci.ID, "", 0)
+	_, third, err := h.svc.Clients().RotateSecret(context.Background(), ci.ID, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,15 +124,15 @@ func TestRotationEndsOlderSecrets(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t)
 	ci, s1 := h.createClient(t, "", appRedirect)
-	if got, _ := h.svc.GetClient(ctx, ci.ID); len(got.Secrets) != 1 || !got.Secrets[0].Current || !got.PreviousSecretExpiresAt.IsZero() {
+	if got, _ := h.svc.Clients().Get(ctx, ci.ID); len(got.Secrets) != 1 || !got.Secrets[0].Current || !got.PreviousSecretExpiresAt.IsZero() {
 		t.Fatalf("a new client shows secrets %+v, previous until %v", got.Secrets, got.PreviousSecretExpiresAt)
 	}
-	_, s2, err := h.svc.RotateClientSecret(ctx, ci.ID, "", 24*time.Hour)
+	_, s2, err := h.svc.Clients().RotateSecret(ctx, ci.ID, "", 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Minute)
-	info, s3, err := h.svc.RotateClientSecret(ctx, ci.ID, "", 0)
+	info, s3, err := h.svc.Clients().RotateSecret(ctx, ci.ID, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +151,7 @@ func TestRotationEndsOlderSecrets(t *testing.T) {
 	// 30 rotations with the longest grace: the current and the one before only.
 	var all []string
 	for range 30 {
-		_, s, err := h.svc.RotateClientSecret(ctx, ci.ID, "", MaxSecretGrace)
+		_, s, err := h.svc.Clients().RotateSecret(ctx, ci.ID, "", MaxSecretGrace)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,18 +167,18 @@ func TestRotationEndsOlderSecrets(t *testing.T) {
 	if live != 2 || h.auth(ci.ID, all[29]) != nil || h.auth(ci.ID, all[28]) != nil {
 		t.Errorf("after 30 rotations %d secrets authenticate; want the last two", live)
 	}
-	rec, err := h.svc.getClientRecord(ctx, ci.ID)
+	rec, err := h.svc.clients.getRecord(ctx, ci.ID)
 	if err != nil || len(rec.Secrets) != 2 {
 		t.Fatalf("the record keeps %d secrets (%v); want 2", len(rec.Secrets), err)
 	}
-	got, err := h.svc.GetClient(ctx, ci.ID)
+	got, err := h.svc.Clients().Get(ctx, ci.ID)
 	want := h.clock.Now().Add(-time.Second + MaxSecretGrace).UTC()
 	if err != nil || len(got.Secrets) != 2 || !got.Secrets[0].Current || !got.Secrets[1].ExpiresAt.Equal(want) || !got.PreviousSecretExpiresAt.Equal(want) {
 		t.Errorf("GetClient shows %+v (%v); want the current secret and the previous one until %v", got, err, want)
 	}
 
 	// A shorter grace cuts a longer one short: the previous secret ends at now+G.
-	_, last, err := h.svc.RotateClientSecret(ctx, ci.ID, "", time.Hour)
+	_, last, err := h.svc.Clients().RotateSecret(ctx, ci.ID, "", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +186,7 @@ func TestRotationEndsOlderSecrets(t *testing.T) {
 	if h.auth(ci.ID, all[29]) == nil || h.auth(ci.ID, all[28]) == nil || h.auth(ci.ID, last) != nil {
 		t.Error("after a rotation with grace 1h, an hour later, an older secret still works or the new one does not")
 	}
-	if got, _ := h.svc.GetClient(ctx, ci.ID); len(got.Secrets) != 1 || !got.PreviousSecretExpiresAt.IsZero() {
+	if got, _ := h.svc.Clients().Get(ctx, ci.ID); len(got.Secrets) != 1 || !got.PreviousSecretExpiresAt.IsZero() {
 		t.Errorf("a lapsed previous secret is still shown: %+v", got)
 	}
 }
@@ -194,10 +197,10 @@ func TestUpdateClientRedirects(t *testing.T) {
 	if _, err := h.svc.Authorize(context.Background(), params("client_id", ci.ID, "redirect_uri", otherRedir), testBrowser); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.svc.UpdateClient(context.Background(), ci.ID, "intruder", ClientSpec{RedirectURIs: []string{otherRedir}}); !errors.Is(err, ErrClientNotFound) {
+	if _, err := h.svc.Clients().Update(context.Background(), ci.ID, "intruder", ClientSpec{RedirectURIs: []string{otherRedir}}); !errors.Is(err, ErrClientNotFound) {
 		t.Fatalf("another owner's update = %v", err)
 	}
-	got, err := h.svc.UpdateClient(context.Background(), ci.ID, "dev", ClientSpec{Name: ptr(" New "), RedirectURIs: []string{appRedirect}})
+	got, err := h.svc.Clients().Update(context.Background(), ci.ID, "dev", ClientSpec{Name: ptr(" New "), RedirectURIs: []string{appRedirect}})
 	if err != nil || got.Name != "New" || !slices.Equal(got.RedirectURIs, []string{appRedirect}) {
 		t.Fatalf("UpdateClient = %+v, %v", got, err)
 	}
@@ -208,17 +211,17 @@ func TestUpdateClientRedirects(t *testing.T) {
 
 func TestClientLimitsAndValidation(t *testing.T) {
 	h := newHarness(t)
-	h.svc.maxClientsPerOwner = 2
+	h.svc.clients.maxPerOwner = 2
 	h.createClient(t, "dev", appRedirect)
 	h.createClient(t, "dev", appRedirect)
-	if _, _, err := h.svc.CreateClient(context.Background(), ClientSpec{Name: ptr("x"), RedirectURIs: []string{appRedirect}, Owner: "dev"}); !errors.Is(err, ErrTooManyClients) {
+	if _, _, err := h.svc.Clients().Create(context.Background(), ClientSpec{Name: ptr("x"), RedirectURIs: []string{appRedirect}, Owner: "dev"}); !errors.Is(err, ErrTooManyClients) {
 		t.Errorf("third client = %v, want ErrTooManyClients", err)
 	}
-	list, err := h.svc.ListClients(context.Background(), "dev")
+	list, err := h.svc.Clients().List(context.Background(), "dev")
 	if err != nil || len(list) != 2 {
 		t.Errorf("ListClients(dev) = %d, %v", len(list), err)
 	}
-	all, _ := h.svc.ListClients(context.Background(), "")
+	all, _ := h.svc.Clients().List(context.Background(), "")
 	if len(all) != 2+len(testClients) || !all[0].Static {
 		t.Errorf("ListClients() = %d clients, first %+v", len(all), all[0])
 	}
@@ -236,7 +239,7 @@ func TestClientLimitsAndValidation(t *testing.T) {
 		{"too many", ClientSpec{Name: ptr("a"), RedirectURIs: slices.Repeat([]string{appRedirect}, MaxRedirectURIs+1)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := h.svc.CreateClient(context.Background(), tc.spec); !errors.Is(err, ErrClientInvalid) {
+			if _, _, err := h.svc.Clients().Create(context.Background(), tc.spec); !errors.Is(err, ErrClientInvalid) {
 				t.Errorf("CreateClient = %v, want ErrClientInvalid", err)
 			}
 		})
@@ -249,10 +252,10 @@ func TestClientLimitsAndValidation(t *testing.T) {
 	if err := ValidateRedirectURI("http://a.test/cb", true); err != nil {
 		t.Errorf("http in dev mode: %v", err)
 	}
-	if _, err := h.svc.UpdateClient(context.Background(), "app", "", ClientSpec{Name: ptr("x")}); !errors.Is(err, ErrClientStatic) {
+	if _, err := h.svc.Clients().Update(context.Background(), "app", "", ClientSpec{Name: ptr("x")}); !errors.Is(err, ErrClientStatic) {
 		t.Errorf("updating a static client = %v", err)
 	}
-	if err := h.svc.DeleteClient(context.Background(), "app", ""); !errors.Is(err, ErrClientStatic) {
+	if err := h.svc.Clients().Delete(context.Background(), "app", ""); !errors.Is(err, ErrClientStatic) {
 		t.Errorf("deleting a static client = %v", err)
 	}
 }
@@ -266,7 +269,7 @@ func TestDynamicClientsAcrossInstances(t *testing.T) {
 	if err := b.auth(ci.ID, secret); err != nil {
 		t.Fatalf("the other instance refuses the new client: %v", err)
 	}
-	_, fresh, err := b.svc.RotateClientSecret(context.Background(), ci.ID, "", 0)
+	_, fresh, err := b.svc.Clients().RotateSecret(context.Background(), ci.ID, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,25 +290,33 @@ func TestRedeemFirstParty(t *testing.T) {
 	}
 }
 
-// TestStillRegistered: the token transaction of a client fetched before its
-// deletion sees the deletion.
+// TestStillRegistered: the token transaction of a dynamic client, which
+// authenticates it (caller.in), sees its deletion, whether the request presented a
+// secret or the calling code vouched for the client.
 func TestStillRegistered(t *testing.T) {
 	h := newHarness(t)
-	ci, _ := h.createClient(t, "", appRedirect)
-	cl, err := h.svc.client(context.Background(), ci.ID)
-	if err != nil || cl == nil {
-		t.Fatal(cl, err)
-	}
-	check := func() error {
-		return h.store.Update(context.Background(), func(txn storage.Txn) error { return stillRegistered(txn, cl) })
-	}
-	if err := check(); err != nil {
-		t.Fatalf("before the deletion: %v", err)
-	}
-	if err := h.svc.DeleteClient(context.Background(), ci.ID, ""); err != nil {
+	ci, secret := h.createClient(t, "", appRedirect)
+	presented, err := h.svc.clients.caller(ci.ID, secret)
+	if err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, check(), ErrInvalidClient)
+	trusted, err := h.svc.clients.trustedCaller(ci.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(c *caller) error {
+		return h.store.Update(context.Background(), func(txn storage.Txn) error { _, err := c.in(txn); return err })
+	}
+	for _, c := range []*caller{presented, trusted} {
+		if err := check(c); err != nil {
+			t.Fatalf("before the deletion: %v", err)
+		}
+	}
+	if err := h.svc.Clients().Delete(context.Background(), ci.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, check(presented), ErrInvalidClient)
+	wantError(t, check(trusted), ErrInvalidClient)
 }
 
 // TestCheckRedirectURI: the one redirect URI check of static and dynamic clients
@@ -368,7 +379,7 @@ func TestCheckRedirectURI(t *testing.T) {
 			if err := CheckClients([]Client{{ID: "c", Secret: "s", PostLogoutRedirectURIs: []string{tc.uri}}}, false); err == nil || !strings.Contains(err.Error(), "client c: post_logout_redirect_uri") {
 				t.Errorf("static post_logout_redirect_uri %q: CheckClients = %v, want a refusal naming post_logout_redirect_uri", tc.uri, err)
 			}
-			if _, _, err := h.svc.CreateClient(context.Background(), ClientSpec{Name: ptr("a"), RedirectURIs: []string{tc.uri}}); !errors.Is(err, ErrClientInvalid) {
+			if _, _, err := h.svc.Clients().Create(context.Background(), ClientSpec{Name: ptr("a"), RedirectURIs: []string{tc.uri}}); !errors.Is(err, ErrClientInvalid) {
 				t.Errorf("dynamic client with %q: %v, want ErrClientInvalid", tc.uri, err)
 			}
 		})

@@ -10,13 +10,13 @@ import (
 )
 
 // validateSpec checks and normalises a spec's fields.
-func (s *Service) validateSpec(spec *ClientSpec) error {
+func (r *Clients) validateSpec(spec *ClientSpec) error {
 	if spec.Name != nil {
 		n := strings.TrimSpace(*spec.Name)
 		if n == "" || utf8.RuneCountInString(n) > MaxClientNameLen || !utf8.ValidString(n) || strings.ContainsAny(n, "\x00\r\n") {
 			return clientErr(ErrClientInvalid, "name: 1 to %d characters on one line", MaxClientNameLen)
 		}
-		if err := s.checkClientName(n); err != nil {
+		if err := r.checkName(n); err != nil {
 			return err
 		}
 		spec.Name = &n
@@ -29,7 +29,7 @@ func (s *Service) validateSpec(spec *ClientSpec) error {
 		var uris []string
 		for _, u := range spec.RedirectURIs {
 			u = strings.TrimSpace(u)
-			if err := ValidateRedirectURI(u, s.devRedirects); err != nil {
+			if err := ValidateRedirectURI(u, r.devRedirects); err != nil {
 				return err
 			}
 			if !seen[u] {
@@ -46,7 +46,7 @@ func (s *Service) validateSpec(spec *ClientSpec) error {
 		}
 		spec.Sector = &sec
 	}
-	return s.validateLogoutAndAlg(spec)
+	return r.validateLogoutAndAlg(spec)
 }
 
 // ValidateRedirectURI checks a dynamic client's redirect URI (CheckRedirectURI):

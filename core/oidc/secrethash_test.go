@@ -1,14 +1,18 @@
 package oidc
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 // cheapArgon2 encodes secret with the cheapest accepted argon2id parameters, so
@@ -96,11 +100,11 @@ func TestHashSecret(t *testing.T) {
 // authenticate with their secret; an argon2id verification is paid once per
 // distinct secret, failures are never remembered (issue 9, finding 9).
 func TestAuthenticateClientSecretHash(t *testing.T) {
-	c, err := newClients([]Client{
+	c, err := newClients(context.Background(), Config{Store: memstore.New(), Clients: []Client{
 		{ID: "fast", SecretHash: sha256Form("fast-secret")},
 		{ID: "slow", SecretHash: cheapArgon2("slow-secret")},
 		{ID: "clear", Secret: "clear-secret"},
-	}, false)
+	}}, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +126,7 @@ func TestAuthenticateClientSecretHash(t *testing.T) {
 		{"clear", "slow-secret", false},
 		{"nobody", "slow-secret", false},
 	} {
-		if got := c.authenticate(tc.id, tc.secret) != nil; got != tc.ok {
+		if got := c.authenticateStatic(tc.id, tc.secret) != nil; got != tc.ok {
 			t.Errorf("authenticate(%q, %q) = %v, want %v", tc.id, tc.secret, got, tc.ok)
 		}
 	}
@@ -135,7 +139,7 @@ func TestAuthenticateClientSecretHash(t *testing.T) {
 		t.Errorf("%d remembered verifications, want 1", n)
 	}
 	for range 10 {
-		if c.authenticate("slow", "slow-secret") == nil {
+		if c.authenticateStatic("slow", "slow-secret") == nil {
 			t.Fatal("remembered secret refused")
 		}
 	}
@@ -144,12 +148,12 @@ func TestAuthenticateClientSecretHash(t *testing.T) {
 	}
 
 	t.Run("both secret and secret_hash", func(t *testing.T) {
-		if _, err := newClients([]Client{{ID: "x", Secret: "s", SecretHash: sha256Form("s")}}, false); err == nil {
+		if _, err := newClients(context.Background(), Config{Store: memstore.New(), Clients: []Client{{ID: "x", Secret: "s", SecretHash: sha256Form("s")}}}, time.Now); err == nil {
 			t.Error("a client with secret and secret_hash was accepted")
 		}
 	})
 	t.Run("bad secret_hash", func(t *testing.T) {
-		_, err := newClients([]Client{{ID: "x", SecretHash: "s3cret"}}, false)
+		_, err := newClients(context.Background(), Config{Store: memstore.New(), Clients: []Client{{ID: "x", SecretHash: "s3cret"}}}, time.Now)
 		if err == nil || !strings.Contains(err.Error(), "secret_hash") {
 			t.Errorf("newClients = %v, want an error naming secret_hash", err)
 		}

@@ -112,50 +112,47 @@ func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest) error {
 	return txn.Set(codeKey(code), b, s.codeTTL)
 }
 
-// AuthenticateClient checks client credentials; a failure is invalid_client.
-func (s *Service) AuthenticateClient(ctx context.Context, id, secret string) error {
-	if id == "" {
-		return oauthError(ErrInvalidClient, "client authentication failed")
-	}
-	cl, err := s.authenticateClient(ctx, id, secret)
-	if err != nil {
-		return err
-	}
-	if cl == nil {
-		return oauthError(ErrInvalidClient, "client authentication failed")
-	}
-	return nil
-}
-
 // ExchangeCode redeems an authorization code for tokens (RFC 6749 4.1.3, RFC 7636).
 // The client must be authenticated already. A code works once: a second use by its
 // client revokes the grant the first one started; another client's use revokes nothing.
 // resources are the request's `resource` parameters (RFC 8707): none, or the one the
 // authorization request was granted.
 func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI, verifier string, resources ...string) (*TokenResponse, error) {
-	if code == "" {
-		return nil, oauthError(ErrInvalidRequest, "code is required")
-	}
-	if redirectURI == "" {
-		return nil, oauthError(ErrInvalidRequest, "redirect_uri is required")
-	}
-	if verifier != "" && !pkceString.MatchString(verifier) {
-		return nil, oauthError(ErrInvalidRequest, "code_verifier must be 43 to 128 unreserved characters")
-	}
-	cl, err := s.client(ctx, clientID)
+	c, err := s.clients.trustedCaller(clientID)
 	if err != nil {
 		return nil, err
 	}
-	if cl == nil {
-		return nil, oauthError(ErrInvalidClient, "unknown client")
+	return s.exchangeCode(ctx, c, code, redirectURI, verifier, resources...)
+}
+
+// exchangeCode is ExchangeCode for the client of a token request, which it
+// authenticates (caller).
+func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI, verifier string, resources ...string) (*TokenResponse, error) {
+	if code == "" {
+		return nil, c.refuse(ctx, oauthError(ErrInvalidRequest, "code is required"))
 	}
+	if redirectURI == "" {
+		return nil, c.refuse(ctx, oauthError(ErrInvalidRequest, "redirect_uri is required"))
+	}
+	if verifier != "" && !pkceString.MatchString(verifier) {
+		return nil, c.refuse(ctx, oauthError(ErrInvalidRequest, "code_verifier must be 43 to 128 unreserved characters"))
+	}
+	clientID := c.id
 	grantID, refreshJTI := uuid.NewString(), uuid.NewString()
+	var cl *client
 	var rec codeRecord
 	var g *grant
 	var reused bool
 	var revoked revocation
-	err = s.store.Update(ctx, func(txn storage.Txn) error {
+	err := s.store.Update(ctx, func(txn storage.Txn) error {
 		reused, rec, revoked = false, codeRecord{}, revocation{} // fn may run again: nothing of a run before
+		if err := c.prefetch(txn, codeKey(code)); err != nil {
+			return err
+		}
+		var err error
+		if cl, err = c.in(txn); err != nil {
+			return err
+		}
 		b, err := txn.Get(codeKey(code))
 		if errors.Is(err, storage.ErrNotFound) {
 			return oauthError(ErrInvalidGrant, "unknown or expired code")
@@ -183,9 +180,6 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 			return oauthError(ErrInvalidGrant, "redirect_uri differs from the authorization request's")
 		}
 		if err := checkPKCE(rec.CodeChallenge, verifier); err != nil {
-			return err
-		}
-		if err := stillRegistered(txn, cl); err != nil {
 			return err
 		}
 		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, Resource: rec.Resource, AuthTime: rec.AuthTime}
@@ -322,6 +316,32 @@ func (s *Service) revoke(ctx context.Context, ids ...string) error {
 	return nil
 }
 
+// revokeClientGrants revokes the live grants of a client. Grants have no index by
+// client: deleting a client is rare, so a scan of the grants does.
+func (s *Service) revokeClientGrants(ctx context.Context, clientID string) error {
+	var ids []string
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		ids = ids[:0]
+		prefix := grantPrefix()
+		return txn.Iterate(prefix, func(k, v []byte) (bool, error) {
+			var g grant
+			if json.Unmarshal(v, &g) == nil && g.ClientID == clientID && !g.Revoked {
+				ids = append(ids, string(k[len(prefix):]))
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("listing grants of client %s: %w", clientID, err)
+	}
+	for batch := range slices.Chunk(ids, 100) {
+		if err := s.revoke(ctx, batch...); err != nil {
+			return fmt.Errorf("revoking grants of client %s: %w", clientID, err)
+		}
+	}
+	return nil
+}
+
 // committed adds revocations whose transaction has committed to this instance's
 // set, so that it refuses their access tokens at once.
 func (s *Service) committed(rs ...revocation) {
@@ -337,42 +357,53 @@ func (s *Service) committed(rs ...revocation) {
 // revokes its whole family. The new access token keeps the grant's audience; a
 // `resource` (resources) may only name the one granted.
 func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope string, resources ...string) (*TokenResponse, error) {
-	if refreshToken == "" {
-		return nil, oauthError(ErrInvalidRequest, "refresh_token is required")
+	c, err := s.clients.trustedCaller(clientID)
+	if err != nil {
+		return nil, err
 	}
+	return s.refresh(ctx, c, refreshToken, scope, resources...)
+}
+
+// refresh is Refresh for the client of a token request, which it authenticates
+// (caller).
+func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope string, resources ...string) (*TokenResponse, error) {
+	if refreshToken == "" {
+		return nil, c.refuse(ctx, oauthError(ErrInvalidRequest, "refresh_token is required"))
+	}
+	clientID := c.id
 	var claims refreshClaims
 	_, err := s.refreshParser.ParseWithClaims(refreshToken, &claims, s.keyFunc(ctx, TypeRefreshToken))
 	if unavailableKey(err) {
 		return nil, err
 	}
 	if err != nil || claims.ID == "" || claims.GrantID == "" {
-		return nil, oauthError(ErrInvalidGrant, "invalid refresh token")
+		return nil, c.refuse(ctx, oauthError(ErrInvalidGrant, "invalid refresh token"))
 	}
 	if claims.ClientID != clientID {
-		return nil, oauthError(ErrInvalidGrant, "the refresh token was issued to another client")
-	}
-	cl, err := s.client(ctx, clientID)
-	if err != nil {
-		return nil, err
-	}
-	if cl == nil {
-		return nil, oauthError(ErrInvalidClient, "unknown client")
+		return nil, c.refuse(ctx, oauthError(ErrInvalidGrant, "the refresh token was issued to another client"))
 	}
 	// Parse the asked scopes before the transaction: a refused request must leave the
 	// refresh token usable (rotating it first would make the retry look like reuse).
 	var asked []string
 	if scope != "" {
 		if asked, err = parseScopes(scope); err != nil {
-			return nil, err
+			return nil, c.refuse(ctx, err)
 		}
 	}
 	newJTI := uuid.NewString()
+	var cl *client
 	var g *grant
 	var reused bool
 	var revoked revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		reused, revoked = false, revocation{}
+		if err := c.prefetch(txn, grantKey(claims.GrantID)); err != nil {
+			return err
+		}
 		var err error
+		if cl, err = c.in(txn); err != nil {
+			return err
+		}
 		if g, err = getGrant(txn, claims.GrantID); err != nil {
 			return err
 		}
@@ -388,9 +419,6 @@ func (s *Service) Refresh(ctx context.Context, clientID, refreshToken, scope str
 			if !slices.Contains(g.Scopes, sc) {
 				return oauthError(ErrInvalidScope, "scope %q was not granted", sc)
 			}
-		}
-		if err := stillRegistered(txn, cl); err != nil {
-			return err
 		}
 		if err := cl.checkGranted(g, resources); err != nil {
 			return err
