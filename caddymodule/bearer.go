@@ -155,13 +155,13 @@ func validateRemoteIssuer(issuer string) error {
 // caddyhttp.Error, as caddyauth does, so that handle_errors can shape the answer
 // and the access log records it.
 func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	claims, refusal := b.check(r)
-	if refusal != nil {
-		if refusal.Status >= 500 {
-			b.logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(refusal.Err))
+	claims, err := b.check(r)
+	if err != nil {
+		status := edge.SetChallenge(w.Header(), b.Realm, err)
+		if status >= 500 {
+			b.logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(edge.Cause(err)))
 		}
-		refusal.SetHeaders(w.Header())
-		return caddyhttp.Error(refusal.Status, refusal)
+		return caddyhttp.Error(status, err)
 	}
 	if b.StripToken {
 		r.Header.Del("Authorization")
@@ -176,8 +176,8 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 
 // check verifies the token (every check of the one access-token verifier), then
 // its audience, then the scopes.
-func (b *Bearer) check(r *http.Request) (*bearer.Claims, *edge.Refusal) {
-	return edge.CheckBearer(r, b.verifier, b.Audience, b.Scopes, b.Realm)
+func (b *Bearer) check(r *http.Request) (*bearer.Claims, error) {
+	return edge.CheckBearer(r, b.verifier, b.Audience, b.Scopes)
 }
 
 // UnmarshalCaddyfile sets up the middleware:

@@ -23,6 +23,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -227,9 +228,8 @@ func (p *Portal) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	humanID, err := p.oidc.RedeemFirstParty(r.Context(), ClientID, q.Get("code"), RedirectURI(p.issuer), st.Verifier)
 	if err != nil {
-		var oe *oidc.Error
-		if errors.As(err, &oe) {
-			p.fail(w, r, http.StatusBadRequest, "The sign-in could not be completed: "+oe.Description+". Sign in again.")
+		if f, ok := fault.As(err); ok && oidc.IsOAuthCode(f.Code) && f.Class != fault.Unavailable {
+			p.fail(w, r, http.StatusBadRequest, "The sign-in could not be completed: "+f.Message+". Sign in again.")
 			return
 		}
 		p.internal(w, r, err)
@@ -356,16 +356,16 @@ func (p *Portal) remove(w http.ResponseWriter, r *http.Request, s *session) {
 
 // clientError answers a registry error with its 4xx page.
 func (p *Portal) clientError(w http.ResponseWriter, r *http.Request, err error) {
-	var ce *oidc.ClientError
+	var ce *fault.Error
 	switch {
 	case errors.Is(err, oidc.ErrClientNotFound):
 		p.fail(w, r, http.StatusNotFound, "There is no such application.")
-	case errors.Is(err, oidc.ErrTooManyClients) && errors.As(err, &ce):
-		p.fail(w, r, http.StatusConflict, ce.Message)
-	case errors.As(err, &ce):
-		p.fail(w, r, http.StatusBadRequest, ce.Message)
-	default:
+	case !errors.As(err, &ce) || ce.Kind == nil:
 		p.internal(w, r, err)
+	case errors.Is(err, oidc.ErrTooManyClients):
+		p.fail(w, r, http.StatusConflict, ce.Message)
+	default:
+		p.fail(w, r, http.StatusBadRequest, ce.Message)
 	}
 }
 

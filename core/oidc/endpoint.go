@@ -72,8 +72,8 @@ var grantHandlers = map[string]grantHandler{
 var GrantTypes = []string{"authorization_code", "refresh_token"}
 
 // Token is the token endpoint (RFC 6749 3.2): the parsing rules, the client's
-// authentication, then the grant_type's handler. Every failure is an *Error (or a
-// store's error).
+// authentication, then the grant_type's handler. Every refusal is a fault with an
+// OAuth code (oauthError); anything else is a server or store failure.
 func (s *Service) Token(ctx context.Context, req ClientRequest) (*TokenResponse, error) {
 	clientID, err := s.Authenticate(ctx, req)
 	if err != nil {
