@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -369,11 +370,17 @@ func (p *Portal) clientError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 }
 
-// internal answers a failure that is not the developer's: 503 when the store is
-// unavailable, else 500, logged.
+// internal answers a failure that is not the developer's: 503 with Retry-After
+// when it is a temporary refusal (an Unavailable fault: the store's outage
+// included, see fault.As) or timed out, else 500, logged.
 func (p *Portal) internal(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, storage.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		w.Header().Set("Retry-After", "5")
+	f, ok := fault.As(err)
+	if (ok && f.Class == fault.Unavailable) || errors.Is(err, context.DeadlineExceeded) {
+		retry := fault.StorageRetryAfter
+		if ok && f.RetryAfter > 0 {
+			retry = f.RetryAfter
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(math.Ceil(retry.Seconds()), 1))))
 		p.fail(w, r, http.StatusServiceUnavailable, "The service is busy; try again in a moment.")
 		return
 	}
