@@ -25,10 +25,10 @@ const statusClientClosedRequest = 499
 // MaxBodyBytes bounds every request body palmgate reads (the admin API's too).
 const MaxBodyBytes = 64 << 10
 
-// apiError is the error body of the /v1 interface, {"error","code","details"},
+// v1Body is the error body of the /v1 interface, {"error","code","details"},
 // with its status: what the /v1 mapper (v1Error) makes of an error. It is a body,
 // not an error: errors are faults of core/fault.
-type apiError struct {
+type v1Body struct {
 	Status  int            `json:"-"`
 	Message string         `json:"error"`
 	Code    string         `json:"code,omitempty"`
@@ -117,7 +117,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		// The client went away: nobody reads the answer, and it is not a fault.
-		writeJSON(w, statusClientClosedRequest, &apiError{Message: "client closed the request", Code: codeClientClosed})
+		writeJSON(w, statusClientClosedRequest, &v1Body{Message: "client closed the request", Code: codeClientClosed})
 		return
 	}
 	e, retry := v1Error(err)
@@ -129,7 +129,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // writeV1 writes a /v1 error body with its status, and Retry-After when retry is
 // positive.
-func writeV1(w http.ResponseWriter, e *apiError, retry time.Duration) {
+func writeV1(w http.ResponseWriter, e *v1Body, retry time.Duration) {
 	if retry > 0 {
 		setRetryAfter(w, retry)
 	}
@@ -171,15 +171,15 @@ func Status(c fault.Class) int {
 // outage included) by its class, with its code, details and Retry-After; anything
 // else 500 internal_error without detail. A fault's message is its own when it is
 // the error itself, or the whole text when it is wrapped with details.
-func v1Error(err error) (*apiError, time.Duration) {
+func v1Error(err error) (*v1Body, time.Duration) {
 	f, ok := fault.As(err)
 	if !ok || f.Class == fault.Internal {
-		return &apiError{Status: http.StatusInternalServerError, Message: "internal server error", Code: codeInternal}, 0
+		return &v1Body{Status: http.StatusInternalServerError, Message: "internal server error", Code: codeInternal}, 0
 	}
 	msg := f.Message
 	var direct *fault.Error
 	if errors.As(err, &direct) && err != error(direct) {
 		msg = err.Error()
 	}
-	return &apiError{Status: Status(f.Class), Message: msg, Code: f.Code, Details: f.Details}, f.RetryAfter
+	return &v1Body{Status: Status(f.Class), Message: msg, Code: f.Code, Details: f.Details}, f.RetryAfter
 }

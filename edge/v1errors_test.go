@@ -22,7 +22,7 @@ func TestDecodeJSONExactKeys(t *testing.T) {
 		Nonce       string `json:"nonce"`
 		PalmSubject string `json:"palmSubject"`
 	}
-	decode := func(body string) (scan, *apiError) {
+	decode := func(body string) (scan, *v1Body) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/palm/challenges/x/dev-scan", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		var v scan
