@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/edge"
@@ -161,7 +162,7 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		if status >= 500 {
 			b.logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(edge.Cause(err)))
 		}
-		return caddyhttp.Error(status, err)
+		return caddyhttp.Error(status, refusalText(err))
 	}
 	if b.StripToken {
 		r.Header.Del("Authorization")
@@ -172,6 +173,20 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	repl.Set("http.auth.user.scope", claims.Scope)
 	repl.Set("http.auth.user.client_id", claims.ClientID)
 	return next.ServeHTTP(w, r)
+}
+
+// refusalText is err with the text handle_errors' {http.error.message} and the
+// error log have always shown: "code: description" for a refusal, "description:
+// cause" when tokens cannot be checked. errors.Is and errors.As still see err.
+func refusalText(err error) error {
+	f, ok := fault.As(err)
+	switch {
+	case !ok:
+		return err
+	case f.Class == fault.Unavailable:
+		return fmt.Errorf("%w: %v", err, edge.Cause(err))
+	}
+	return fmt.Errorf("%s: %w", f.Code, err)
 }
 
 // check verifies the token (every check of the one access-token verifier), then
