@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/edge"
-	"github.com/palmgate/palmgate/storage"
 )
 
 // The admin routes of clients (see AdminAPI):
@@ -64,11 +62,8 @@ func decodeAdminJSON(r *http.Request, v any) error {
 }
 
 // clientAdminError maps registry errors to statuses: a fault of core's model by its
-// class (edge.Status), the store down 503, anything else 500.
+// class (edge.Status; the store down is Unavailable, 503), anything else 500.
 func clientAdminError(err error) error {
-	if errors.Is(err, storage.ErrUnavailable) {
-		return adminError(http.StatusServiceUnavailable, "%v", err)
-	}
 	if f, ok := fault.As(err); ok && f.Class != fault.Internal {
 		return adminError(edge.Status(f.Class), "%v", err)
 	}

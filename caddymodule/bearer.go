@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/edge"
@@ -155,13 +156,13 @@ func validateRemoteIssuer(issuer string) error {
 // caddyhttp.Error, as caddyauth does, so that handle_errors can shape the answer
 // and the access log records it.
 func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	claims, refusal := b.check(r)
-	if refusal != nil {
-		if refusal.Status >= 500 {
-			b.logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(refusal.Err))
+	claims, err := b.check(r)
+	if err != nil {
+		status := edge.SetChallenge(w.Header(), b.Realm, err)
+		if status >= 500 {
+			b.logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(edge.Cause(err)))
 		}
-		refusal.SetHeaders(w.Header())
-		return caddyhttp.Error(refusal.Status, refusal)
+		return caddyhttp.Error(status, refusalText(err))
 	}
 	if b.StripToken {
 		r.Header.Del("Authorization")
@@ -174,10 +175,24 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	return next.ServeHTTP(w, r)
 }
 
+// refusalText is err with the text handle_errors' {http.error.message} and the
+// error log have always shown: "code: description" for a refusal, "description:
+// cause" when tokens cannot be checked. errors.Is and errors.As still see err.
+func refusalText(err error) error {
+	f, ok := fault.As(err)
+	switch {
+	case !ok:
+		return err
+	case f.Class == fault.Unavailable:
+		return fmt.Errorf("%w: %v", err, edge.Cause(err))
+	}
+	return fmt.Errorf("%s: %w", f.Code, err)
+}
+
 // check verifies the token (every check of the one access-token verifier), then
 // its audience, then the scopes.
-func (b *Bearer) check(r *http.Request) (*bearer.Claims, *edge.Refusal) {
-	return edge.CheckBearer(r, b.verifier, b.Audience, b.Scopes, b.Realm)
+func (b *Bearer) check(r *http.Request) (*bearer.Claims, error) {
+	return edge.CheckBearer(r, b.verifier, b.Audience, b.Scopes)
 }
 
 // UnmarshalCaddyfile sets up the middleware:

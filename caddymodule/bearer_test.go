@@ -1,11 +1,16 @@
 package caddymodule
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/fault"
 )
 
 func TestBearerCaddyfileAudience(t *testing.T) {
@@ -49,5 +54,20 @@ func TestBearerCaddyfileLeeway(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "leeway") {
 			t.Errorf("%q: error %v, want one naming leeway", bad, err)
 		}
+	}
+}
+
+// TestBearerRefusalText: the error palmgate_bearer hands to Caddy (for
+// handle_errors' {http.error.message} and the log) keeps the text it always had,
+// and still matches the fault and its cause.
+func TestBearerRefusalText(t *testing.T) {
+	invalid := fault.New(fault.Unauthorized, bearer.CodeInvalidToken, "the access token is invalid, expired or revoked")
+	if got := refusalText(invalid); got.Error() != "invalid_token: the access token is invalid, expired or revoked" || !errors.Is(got, invalid) {
+		t.Errorf("invalid token: %q", got)
+	}
+	cause := fmt.Errorf("%w: dial tcp: refused", bearer.ErrIssuerUnavailable)
+	down := &fault.Error{Class: fault.Unavailable, Code: bearer.CodeTemporarilyUnavailable, Message: "the token issuer cannot be reached", Kind: cause}
+	if got := refusalText(down); got.Error() != "the token issuer cannot be reached: the token issuer is unavailable: dial tcp: refused" || !errors.Is(got, bearer.ErrIssuerUnavailable) {
+		t.Errorf("issuer unavailable: %q", got)
 	}
 }

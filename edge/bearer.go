@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/fault"
 )
 
 // Identity headers palmgate sets on admitted requests (and on /oauth2/check
@@ -28,93 +29,73 @@ func SetIdentityHeaders(h http.Header, claims *bearer.Claims) {
 	h.Set(HeaderClientID, claims.ClientID)
 }
 
-// Refusal is an RFC 6750 answer to a request without a usable token: 401 with a
-// challenge, 403 insufficient_scope, or 503 when tokens cannot be checked.
-type Refusal struct {
-	// Status is the HTTP status: 401, 403 or 503.
-	Status int
-	// Challenge is the WWW-Authenticate header, "" for none.
-	Challenge string
-	// Code and Description are the OAuth error of the body.
-	Code, Description string
-	// Err is the cause of a 503.
-	Err error
-}
-
-// Error describes the refusal (for logs).
-func (f *Refusal) Error() string {
-	if f.Err != nil {
-		return f.Description + ": " + f.Err.Error()
-	}
-	return f.Code + ": " + f.Description
-}
-
-// Unwrap returns the cause of a 503.
-func (f *Refusal) Unwrap() error { return f.Err }
-
-// SetHeaders sets the refusal's WWW-Authenticate and, on a 503, Retry-After.
-func (f *Refusal) SetHeaders(h http.Header) {
-	if f.Challenge != "" {
-		h.Set("WWW-Authenticate", f.Challenge)
-	}
-	if f.Status == http.StatusServiceUnavailable {
-		d, ok := retryAfter(f.Err)
-		if !ok {
-			d = storageRetryAfter
-		}
-		h.Set("Retry-After", retryAfterValue(d))
-	}
-}
-
-// Write answers the refusal with its headers and the OAuth JSON error body.
-func (f *Refusal) Write(w http.ResponseWriter, logger *zap.Logger) {
-	if f.Status >= 500 {
-		logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(f.Err))
-	}
-	f.SetHeaders(w.Header())
-	writeJSON(w, f.Status, oauthErrorBody{Error: f.Code, Description: f.Description})
-}
-
-// audienceRefusal refuses a valid token issued for another audience.
-func audienceRefusal(realm string) *Refusal {
-	const desc = "the access token was issued for another audience"
-	return &Refusal{Status: http.StatusUnauthorized,
-		Challenge: `Bearer realm="` + realm + `", error="invalid_token", error_description="` + desc + `"`,
-		Code:      "invalid_token", Description: desc}
-}
-
-// CheckBearer verifies the request's bearer token with the verifier's every check,
-// then its audience when audience is not "" (a token for another resource is
-// invalid here, whatever its scopes), then the required scopes.
-func CheckBearer(r *http.Request, v *bearer.Verifier, audience string, scopes []string, realm string) (*bearer.Claims, *Refusal) {
+// CheckBearer reads the request's bearer token and decides it with the
+// verifier's RFC 6750 rules (bearer.Verifier.Check: every check of the verifier,
+// then audience when not "", then the scopes). It returns the claims, or the
+// refusal as a fault for SetChallenge or writeChallenge.
+func CheckBearer(r *http.Request, v *bearer.Verifier, audience string, scopes []string) (*bearer.Claims, error) {
 	token, ok := bearerToken(r)
 	if !ok {
-		return nil, &Refusal{Status: http.StatusUnauthorized, Challenge: `Bearer realm="` + realm + `"`,
-			Code: "invalid_request", Description: "a bearer access token is required"}
+		token = ""
 	}
-	claims, err := v.VerifyFor(r.Context(), token, audience)
+	return v.Check(r.Context(), token, audience, scopes)
+}
+
+// SetChallenge is the RFC 6750 dialect's mapper for headers: it sets the
+// WWW-Authenticate challenge of realm for a refused bearer request (no error for a
+// request without a token; error and error_description for invalid_token; error
+// and the required scope for insufficient_scope), or Retry-After for a temporary
+// refusal, and returns the status: the fault's class's, 500 for an error that is
+// no fault. The body, where there is one, is writeChallenge's.
+func SetChallenge(h http.Header, realm string, err error) int {
+	f, ok := fault.As(err)
+	if !ok || f.Class == fault.Internal {
+		return http.StatusInternalServerError
+	}
+	challenge := `Bearer realm="` + realm + `"`
 	switch {
-	case errors.Is(err, bearer.ErrWrongAudience):
-		return nil, audienceRefusal(realm)
-	case errors.Is(err, bearer.ErrIssuerUnavailable):
-		return nil, &Refusal{Status: http.StatusServiceUnavailable, Err: err,
-			Code: "temporarily_unavailable", Description: "the token issuer cannot be reached"}
-	case err != nil:
-		return nil, &Refusal{Status: http.StatusUnauthorized,
-			Challenge: `Bearer realm="` + realm + `", error="invalid_token", error_description="the access token is invalid, expired or revoked"`,
-			Code:      "invalid_token", Description: "the access token is invalid, expired or revoked"}
-	case !claims.HasScopes(scopes...):
-		need := strings.Join(scopes, " ")
-		challenge := `Bearer realm="` + realm + `", error="insufficient_scope"`
-		if strings.IndexFunc(need, notScopeChar) < 0 {
-			// Only scope tokens go into the quoted string: a requested scope (the
-			// query of /oauth2/check) may hold quotes or control characters.
+	case f.Class == fault.Unavailable || f.Class == fault.TooMany:
+		if f.RetryAfter > 0 {
+			h.Set("Retry-After", retryAfterValue(f.RetryAfter))
+		}
+		return Status(f.Class)
+	case errors.Is(err, bearer.ErrNoToken):
+	case f.Class == fault.Forbidden:
+		challenge += `, error="` + f.Code + `"`
+		// Only scope tokens go into the quoted string: a requested scope (the
+		// query of /oauth2/check) may hold quotes or control characters.
+		if need, _ := f.Details["scope"].(string); strings.IndexFunc(need, notScopeChar) < 0 {
 			challenge += `, scope="` + need + `"`
 		}
-		return nil, &Refusal{Status: http.StatusForbidden, Challenge: challenge,
-			Code: "insufficient_scope", Description: "the token lacks scope " + need}
+	default:
+		challenge += `, error="` + f.Code + `", error_description="` + f.Message + `"`
 	}
-	return claims, nil
+	h.Set("WWW-Authenticate", challenge)
+	return Status(f.Class)
+}
+
+// writeChallenge answers a refused bearer request (CheckBearer's error): the
+// headers of SetChallenge and the OAuth JSON error body, temporarily_unavailable
+// for a temporary refusal and server_error for what is no fault (both logged).
+func writeChallenge(w http.ResponseWriter, realm string, err error, logger *zap.Logger) {
+	status := SetChallenge(w.Header(), realm, err)
+	body := oauthErrorBody{Error: "server_error", Description: "internal server error"}
+	if f, ok := fault.As(err); ok && f.Class != fault.Internal {
+		body = oauthErrorBody{Error: f.Code, Description: f.Message}
+	}
+	if status >= 500 {
+		logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(Cause(err)))
+	}
+	writeJSON(w, status, body)
+}
+
+// Cause is what to log of a refusal the server is at fault for: the cause a
+// temporary refusal wraps (the issuer's or the store's error), or err itself.
+func Cause(err error) error {
+	if cause := errors.Unwrap(err); cause != nil {
+		return cause
+	}
+	return err
 }
 
 // notScopeChar reports a character that is neither in RFC 6749's scope-token syntax

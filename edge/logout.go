@@ -3,12 +3,12 @@ package edge
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"html/template"
 	"net/http"
 
 	"go.uber.org/zap"
 
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 )
 
@@ -59,26 +59,26 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	s.renderSignedOutPage(w, r, http.StatusOK, d)
 }
 
-// writeLogoutError answers a refused logout with a page: 400 for a bad request, 503
-// when the store is unavailable, 500 otherwise.
+// writeLogoutError is the page dialect's mapper: a refused logout gets the
+// signed-out page with the status of the fault's class and its message (400 for a
+// bad request, 413 for a body too large), 503 or 429 with Retry-After and a
+// "try again" line for a temporary refusal (the store's outage included), and 500
+// for anything that is not a fault, logged.
 func (s *Server) writeLogoutError(w http.ResponseWriter, r *http.Request, err error) {
 	d := signedOutPageData{Title: "Sign-out refused", StatusClass: "bad"}
-	status := http.StatusBadRequest
-	var oe *oidc.Error
-	var tooLarge *apiError
+	status := http.StatusInternalServerError
+	f, ok := fault.As(err)
 	switch {
-	case errors.As(err, &oe):
-		d.Outcome = oe.Description
-	case errors.As(err, &tooLarge):
-		status, d.Outcome = tooLarge.Status, tooLarge.Message
-	default:
-		if ra, ok := retryAfter(err); ok {
-			setRetryAfter(w, ra)
-			status, d.Outcome = http.StatusServiceUnavailable, "palmgate is temporarily unavailable; try again shortly."
-		} else {
-			s.logger.Error("palmgate logout failed", zap.Error(err))
-			status, d.Outcome = http.StatusInternalServerError, "internal server error"
+	case !ok || f.Class == fault.Internal:
+		s.logger.Error("palmgate logout failed", zap.Error(err))
+		d.Outcome = "internal server error"
+	case f.Class == fault.Unavailable || f.Class == fault.TooMany:
+		if f.RetryAfter > 0 {
+			setRetryAfter(w, f.RetryAfter)
 		}
+		status, d.Outcome = Status(f.Class), "palmgate is temporarily unavailable; try again shortly."
+	default:
+		status, d.Outcome = Status(f.Class), f.Message
 	}
 	d.Lines = []string{"Nothing was changed. Go back to the application and sign out again."}
 	s.renderSignedOutPage(w, r, status, d)

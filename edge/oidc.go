@@ -27,40 +27,41 @@ type oauthErrorBody struct {
 	Description string `json:"error_description,omitempty"`
 }
 
-// writeOAuthError answers an error in the OAuth dialect, the one place that maps
-// errors to it: a redirect when an authorization error carries a redirect_uri,
-// otherwise {"error","error_description"} with the status of the fault's class
-// (401 with a Basic challenge for invalid_client), temporarily_unavailable with
-// Retry-After (503, or 429 for a network at its cap of pending logins), and 500
-// server_error for the rest.
+// writeOAuthError is the OAuth dialect's mapper, the one place that maps errors
+// to it: a redirect (or form_post page) for an authorization error that goes back
+// to the client (*oidc.RedirectError); otherwise {"error","error_description"}
+// with the status of the fault's class: temporarily_unavailable with Retry-After
+// for a temporary refusal (503, or 429 for a network at its cap of pending
+// logins; the store's outage included), invalid_request for a body too large or of
+// the wrong type, the fault's own code when it is of OAuth's vocabulary (with a
+// Basic challenge for invalid_client), and 500 server_error for the rest.
 func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
-	var tooLarge *apiError
-	if errors.As(err, &tooLarge) {
-		writeJSON(w, tooLarge.Status, oauthErrorBody{Error: oidc.ErrInvalidRequest, Description: tooLarge.Message})
+	f, ok := fault.As(err)
+	switch {
+	case !ok || f.Class == fault.Internal:
+	case f.Class == fault.Unavailable || f.Class == fault.TooMany:
+		if f.RetryAfter > 0 {
+			setRetryAfter(w, f.RetryAfter)
+		}
+		writeJSON(w, Status(f.Class), oauthErrorBody{Error: oidc.TemporarilyUnavailable, Description: f.Message})
+		return
+	case f.Class == fault.TooLarge || f.Class == fault.UnsupportedMedia:
+		writeJSON(w, Status(f.Class), oauthErrorBody{Error: oidc.ErrInvalidRequest, Description: f.Message})
+		return
+	case oidc.IsOAuthCode(f.Code):
+		var back *oidc.RedirectError
+		if errors.As(err, &back) {
+			s.answerClient(w, r, back.Redirect(s.oidc.Issuer()))
+			return
+		}
+		if f.Code == oidc.ErrInvalidClient {
+			w.Header().Set("WWW-Authenticate", `Basic realm="`+Realm+`"`)
+		}
+		writeJSON(w, Status(f.Class), oauthErrorBody{Error: f.Code, Description: f.Message})
 		return
 	}
-	if d, ok := retryAfter(err); ok {
-		// 503, or 429 when the client's network is at its own cap.
-		e := v1Error(err)
-		setRetryAfter(w, d)
-		writeJSON(w, e.Status, oauthErrorBody{Error: "temporarily_unavailable", Description: e.Message})
-		return
-	}
-	f, ok := oidc.OAuthFault(err)
-	if !ok || f.Class == fault.Internal {
-		s.logger.Error("palmgate oauth request failed", zap.String("path", r.URL.Path), zap.Error(err))
-		writeJSON(w, http.StatusInternalServerError, oauthErrorBody{Error: "server_error", Description: "internal server error"})
-		return
-	}
-	var oe *oidc.Error
-	if errors.As(err, &oe) && oe.RedirectURI != "" {
-		s.answerClient(w, r, oe.Redirect(s.oidc.Issuer()))
-		return
-	}
-	if f.Code == oidc.ErrInvalidClient {
-		w.Header().Set("WWW-Authenticate", `Basic realm="`+Realm+`"`)
-	}
-	writeJSON(w, Status(f.Class), oauthErrorBody{Error: f.Code, Description: f.Message})
+	s.logger.Error("palmgate oauth request failed", zap.String("path", r.URL.Path), zap.Error(err))
+	writeJSON(w, http.StatusInternalServerError, oauthErrorBody{Error: "server_error", Description: "internal server error"})
 }
 
 // formParams returns the parameters of a GET query or of a POSTed form, bounded.
@@ -70,15 +71,15 @@ func formParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	}
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mediaType != "application/x-www-form-urlencoded" {
-		return nil, &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "Content-Type must be application/x-www-form-urlencoded"}
+		return nil, fault.New(fault.Invalid, oidc.ErrInvalidRequest, "Content-Type must be application/x-www-form-urlencoded")
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: "the form body is larger than 64 KiB", Code: codeBodyTooLarge}
+			return nil, fault.New(fault.TooLarge, codeBodyTooLarge, "the form body is larger than 64 KiB")
 		}
-		return nil, &oidc.Error{Code: oidc.ErrInvalidRequest, Description: "the form body is malformed"}
+		return nil, fault.New(fault.Invalid, oidc.ErrInvalidRequest, "the form body is malformed")
 	}
 	return r.PostForm, nil
 }
@@ -176,9 +177,9 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 
 // handleUserinfo answers the claims of the bearer token's subject: only `sub`.
 func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
-	claims, refusal := CheckBearer(r, s.oidc.AccessVerifier(), "", []string{oidc.ScopeOpenID}, Realm)
-	if refusal != nil {
-		refusal.Write(w, s.logger)
+	claims, err := CheckBearer(r, s.oidc.AccessVerifier(), "", []string{oidc.ScopeOpenID})
+	if err != nil {
+		writeChallenge(w, Realm, err, s.logger)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"sub": claims.Subject})

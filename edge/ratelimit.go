@@ -4,11 +4,12 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/palmgate/palmgate/core/fault"
 )
 
 // maxTrackedClients bounds the memory of the rate limiter; past it, idle clients
@@ -125,8 +126,9 @@ func (l *limiter) charge(r *http.Request) {
 
 func (l *limiter) refuse(w http.ResponseWriter, b *rate.Limiter, now time.Time) {
 	wait := (1 - b.TokensAt(now)) / float64(l.every)
-	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(wait, 1)))))
-	writeJSON(w, http.StatusTooManyRequests, &apiError{Message: "too many requests from this address; retry later", Code: codeRateLimited})
+	e, retry := v1Error(&fault.Error{Class: fault.TooMany, Code: codeRateLimited,
+		Message: "too many requests from this address; retry later", RetryAfter: time.Duration(math.Ceil(max(wait, 1))) * time.Second})
+	writeV1(w, e, retry)
 }
 
 // address is the client address that per-address limits count r under, or ""

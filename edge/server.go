@@ -1,9 +1,12 @@
 // Package edge is palmgate's HTTP edge, in plain net/http: the routes of /oauth2
-// and /v1, the two error dialects (the /v1 JSON body and OAuth's), the login and
-// registration pages, the browser binding cookies and the rate limit. It is built
-// from the core services and translates HTTP to their calls and their answers and
-// typed errors back to HTTP; it knows nothing of Caddy (whose module builds it and
-// passes it the client address Caddy determined).
+// and /v1, the login and registration pages, the browser binding cookies and the
+// rate limit. It is built from the core services and translates HTTP to their
+// calls, and their answers and faults (core/fault) back to HTTP, through one
+// mapper per error dialect: the /v1 JSON body (v1Error), OAuth's JSON and
+// redirects (writeOAuthError), the RFC 6750 challenge (SetChallenge) and the
+// pages (writeLogoutError); Status maps a fault's class to its status for all.
+// It knows nothing of Caddy (whose module builds it and passes it the client
+// address Caddy determined).
 package edge
 
 import (
@@ -15,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
@@ -89,7 +93,7 @@ func OwnsPath(p string) bool {
 // cleaned form, which for /v1/x/../../y leads out of the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.EscapedPath(); p != cleanPath(p) {
-		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
+		s.writeError(w, r, errNoEndpoint)
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -110,7 +114,7 @@ func (s *Server) routes() *http.ServeMux {
 		allow := strings.Join(allowed, ", ")
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			writeJSON(w, http.StatusMethodNotAllowed, &apiError{Message: r.Method + " is not allowed here; use " + allow, Code: codeMethodNotAllowed})
+			s.writeError(w, r, fault.New(fault.MethodNotAllowed, codeMethodNotAllowed, "%s is not allowed here; use %s", r.Method, allow))
 		})
 	}
 	route("/v1/agent/register/init", map[string]http.HandlerFunc{"POST": s.limited(s.handleRegisterInit)})
@@ -140,7 +144,7 @@ func (s *Server) routes() *http.ServeMux {
 		mux.Handle("/portal/", s.portal)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, &apiError{Message: "no such endpoint", Code: codeNotFound})
+		s.writeError(w, r, errNoEndpoint)
 	})
 	return mux
 }

@@ -17,9 +17,9 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query()["scope"]; len(q) > 0 {
 		scopes = strings.Fields(strings.Join(q, " "))
 	}
-	claims, refusal := CheckBearer(r, s.oidc.AccessVerifier(), "", scopes, Realm)
-	if refusal != nil {
-		refusal.Write(w, s.logger)
+	claims, err := CheckBearer(r, s.oidc.AccessVerifier(), "", scopes)
+	if err != nil {
+		writeChallenge(w, Realm, err, s.logger)
 		return
 	}
 	SetIdentityHeaders(w.Header(), claims)

@@ -16,8 +16,6 @@ import (
 
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/jsonobject"
-	"github.com/palmgate/palmgate/core/palm"
-	"github.com/palmgate/palmgate/storage"
 )
 
 // statusClientClosedRequest is the non-standard status Caddy and nginx log when the
@@ -27,44 +25,30 @@ const statusClientClosedRequest = 499
 // MaxBodyBytes bounds every request body palmgate reads (the admin API's too).
 const MaxBodyBytes = 64 << 10
 
-// apiError is the error body of the /v1 interface: {"error","code","details"}.
-type apiError struct {
+// v1Body is the error body of the /v1 interface, {"error","code","details"},
+// with its status: what the /v1 mapper (v1Error) makes of an error. It is a body,
+// not an error: errors are faults of core/fault.
+type v1Body struct {
 	Status  int            `json:"-"`
 	Message string         `json:"error"`
 	Code    string         `json:"code,omitempty"`
 	Details map[string]any `json:"details,omitempty"`
 }
 
-func (e *apiError) Error() string { return e.Message }
-
 // Stable codes of errors raised by the HTTP edge itself (the domain's are codes of
 // core's error model, core/fault).
 const (
-	codeBodyTooLarge       = "body_too_large"
-	codeUnsupportedMedia   = "unsupported_media_type"
-	codeMethodNotAllowed   = "method_not_allowed"
-	codeNotFound           = "not_found"
-	codeInternal           = "internal_error"
-	codeRateLimited        = "rate_limited"
-	codeClientClosed       = "client_closed_request"
-	codeStorageUnavailable = "storage_unavailable"
+	codeBodyTooLarge     = "body_too_large"
+	codeUnsupportedMedia = "unsupported_media_type"
+	codeMethodNotAllowed = "method_not_allowed"
+	codeNotFound         = "not_found"
+	codeInternal         = "internal_error"
+	codeRateLimited      = "rate_limited"
+	codeClientClosed     = "client_closed_request"
 )
 
-// storageRetryAfter is the Retry-After of answers refused because the database is
-// unavailable: long enough for a restart or a failover to begin to show.
-const storageRetryAfter = 5 * time.Second
-
-// retryAfter says whether err is a temporary refusal, and when to retry.
-func retryAfter(err error) (time.Duration, bool) {
-	var busy *palm.BusyError
-	switch {
-	case errors.As(err, &busy):
-		return busy.RetryAfter, true
-	case errors.Is(err, storage.ErrUnavailable):
-		return storageRetryAfter, true
-	}
-	return 0, false
-}
+// errNoEndpoint answers a path that is no endpoint of palmgate's.
+var errNoEndpoint = &fault.Error{Class: fault.NotFound, Code: codeNotFound, Message: "no such endpoint"}
 
 // setRetryAfter sets Retry-After to d in whole seconds, at least one.
 func setRetryAfter(w http.ResponseWriter, d time.Duration) {
@@ -79,13 +63,13 @@ func retryAfterValue(d time.Duration) string {
 func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "application/json" {
-		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Message: "Content-Type must be application/json", Code: codeUnsupportedMedia}
+		return nil, fault.New(fault.UnsupportedMedia, codeUnsupportedMedia, "Content-Type must be application/json")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: "body is larger than 64 KiB", Code: codeBodyTooLarge}
+			return nil, fault.New(fault.TooLarge, codeBodyTooLarge, "body is larger than 64 KiB")
 		}
 		return nil, fault.New(fault.Invalid, fault.CodeInvalidBody, "reading body: %v", err)
 	}
@@ -127,27 +111,33 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeError answers err in the /v1 dialect, with its status and the JSON error
-// body. Errors that are not the client's are logged and answered 500 without
-// detail.
+// writeError answers err in the /v1 dialect (v1Error), with Retry-After when the
+// fault says when to retry. Errors that are not the client's are logged and
+// answered 500 without detail.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		// The client went away: nobody reads the answer, and it is not a fault.
-		writeJSON(w, statusClientClosedRequest, &apiError{Message: "client closed the request", Code: codeClientClosed})
+		writeJSON(w, statusClientClosedRequest, &v1Body{Message: "client closed the request", Code: codeClientClosed})
 		return
 	}
-	if d, ok := retryAfter(err); ok {
-		setRetryAfter(w, d)
-	}
-	e := v1Error(err)
+	e, retry := v1Error(err)
 	if e.Status == http.StatusInternalServerError {
 		s.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+	}
+	writeV1(w, e, retry)
+}
+
+// writeV1 writes a /v1 error body with its status, and Retry-After when retry is
+// positive.
+func writeV1(w http.ResponseWriter, e *v1Body, retry time.Duration) {
+	if retry > 0 {
+		setRetryAfter(w, retry)
 	}
 	writeJSON(w, e.Status, e)
 }
 
 // Status is the HTTP status of each class of core's error model, for every
-// dialect (the /v1 body, OAuth, the admin API).
+// dialect (the /v1 body, OAuth, the RFC 6750 challenge, the pages, the admin API).
 func Status(c fault.Class) int {
 	switch c {
 	case fault.Invalid:
@@ -158,10 +148,16 @@ func Status(c fault.Class) int {
 		return http.StatusForbidden
 	case fault.NotFound:
 		return http.StatusNotFound
+	case fault.MethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	case fault.Conflict:
 		return http.StatusConflict
 	case fault.Gone:
 		return http.StatusGone
+	case fault.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case fault.UnsupportedMedia:
+		return http.StatusUnsupportedMediaType
 	case fault.TooMany:
 		return http.StatusTooManyRequests
 	case fault.Unavailable:
@@ -170,32 +166,20 @@ func Status(c fault.Class) int {
 	return http.StatusInternalServerError
 }
 
-// v1Error maps an error to the /v1 body {"error","code","details"} and its status:
-// the one place that does. A fault's message is its own when it is the error
-// itself, or the whole text when it is wrapped with details.
-func v1Error(err error) *apiError {
-	var e *apiError
-	if errors.As(err, &e) {
-		return e
+// v1Error is the /v1 dialect's mapper, the one place that maps an error to the
+// body {"error","code","details"} and its status: a fault (fault.As, the store's
+// outage included) by its class, with its code, details and Retry-After; anything
+// else 500 internal_error without detail. A fault's message is its own when it is
+// the error itself, or the whole text when it is wrapped with details.
+func v1Error(err error) (*v1Body, time.Duration) {
+	f, ok := fault.As(err)
+	if !ok || f.Class == fault.Internal {
+		return &v1Body{Status: http.StatusInternalServerError, Message: "internal server error", Code: codeInternal}, 0
 	}
-	if errors.Is(err, storage.ErrUnavailable) {
-		return &apiError{Status: http.StatusServiceUnavailable, Message: "the database is unavailable; retry later", Code: codeStorageUnavailable}
+	msg := f.Message
+	var direct *fault.Error
+	if errors.As(err, &direct) && err != error(direct) {
+		msg = err.Error()
 	}
-	var f *fault.Error
-	var faulter fault.Faulter
-	msg := ""
-	switch {
-	case errors.As(err, &f):
-		msg = f.Message
-		if err != error(f) {
-			msg = err.Error()
-		}
-	case errors.As(err, &faulter):
-		f = faulter.Fault()
-		msg = f.Message
-	}
-	if f != nil && f.Class != fault.Internal {
-		return &apiError{Status: Status(f.Class), Message: msg, Code: f.Code, Details: f.Details}
-	}
-	return &apiError{Status: http.StatusInternalServerError, Message: "internal server error", Code: codeInternal}
+	return &v1Body{Status: Status(f.Class), Message: msg, Code: f.Code, Details: f.Details}, f.RetryAfter
 }

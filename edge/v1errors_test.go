@@ -22,12 +22,13 @@ func TestDecodeJSONExactKeys(t *testing.T) {
 		Nonce       string `json:"nonce"`
 		PalmSubject string `json:"palmSubject"`
 	}
-	decode := func(body string) (scan, *apiError) {
+	decode := func(body string) (scan, *v1Body) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/palm/challenges/x/dev-scan", strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		var v scan
 		if err := decodeJSON(httptest.NewRecorder(), r, &v); err != nil {
-			return v, v1Error(err)
+			e, _ := v1Error(err)
+			return v, e
 		}
 		return v, nil
 	}
@@ -88,14 +89,14 @@ func TestV1ErrorCodes(t *testing.T) {
 		{"expired", palm.ErrExpired, 410, "challenge_expired"},
 		{"scan URL lapsed", palm.ErrScanLapsed, 410, "scan_url_expired"},
 		{"no dev attestor", palm.ErrNoDevAttestor, 404, "not_found"},
-		{"busy", &palm.BusyError{Purpose: palm.PurposeLogin, RetryAfter: time.Second}, 503, "too_many_pending_requests"},
-		{"network busy", &palm.BusyError{Purpose: palm.PurposeLogin, Network: "192.0.2.0/24", RetryAfter: time.Second}, 429, "too_many_pending_from_network"},
+		{"busy", busyFault(false, time.Second), 503, "too_many_pending_requests"},
+		{"network busy", busyFault(true, time.Second), 429, "too_many_pending_from_network"},
 		{"store down", fmt.Errorf("x: %w", storage.ErrUnavailable), 503, "storage_unavailable"},
 		{"body", fault.New(fault.Invalid, fault.CodeInvalidBody, "body is not a JSON object"), 400, "invalid_body"},
 		{"anything else", errors.New("boom"), 500, "internal_error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := v1Error(tc.err)
+			e, _ := v1Error(tc.err)
 			if e.Status != tc.status || e.Code != tc.code {
 				t.Errorf("v1Error(%v) = %d %s, want %d %s", tc.err, e.Status, e.Code, tc.status, tc.code)
 			}
@@ -117,8 +118,8 @@ func TestOAuthBusy(t *testing.T) {
 		status int
 		retry  string
 	}{
-		{"global cap", &palm.BusyError{Purpose: palm.PurposeLogin, RetryAfter: 90*time.Second + time.Millisecond}, 503, "91"},
-		{"network cap", &palm.BusyError{Purpose: palm.PurposeLogin, Network: "2001:db8:1::/48", RetryAfter: 7 * time.Second}, 429, "7"},
+		{"global cap", busyFault(false, 90*time.Second+time.Millisecond), 503, "91"},
+		{"network cap", busyFault(true, 7*time.Second), 429, "7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()

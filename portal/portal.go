@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -227,9 +229,8 @@ func (p *Portal) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	humanID, err := p.oidc.RedeemFirstParty(r.Context(), ClientID, q.Get("code"), RedirectURI(p.issuer), st.Verifier)
 	if err != nil {
-		var oe *oidc.Error
-		if errors.As(err, &oe) {
-			p.fail(w, r, http.StatusBadRequest, "The sign-in could not be completed: "+oe.Description+". Sign in again.")
+		if f, ok := fault.As(err); ok && oidc.IsOAuthCode(f.Code) && f.Class != fault.Unavailable {
+			p.fail(w, r, http.StatusBadRequest, "The sign-in could not be completed: "+f.Message+". Sign in again.")
 			return
 		}
 		p.internal(w, r, err)
@@ -356,24 +357,30 @@ func (p *Portal) remove(w http.ResponseWriter, r *http.Request, s *session) {
 
 // clientError answers a registry error with its 4xx page.
 func (p *Portal) clientError(w http.ResponseWriter, r *http.Request, err error) {
-	var ce *oidc.ClientError
+	var ce *fault.Error
 	switch {
 	case errors.Is(err, oidc.ErrClientNotFound):
 		p.fail(w, r, http.StatusNotFound, "There is no such application.")
-	case errors.Is(err, oidc.ErrTooManyClients) && errors.As(err, &ce):
-		p.fail(w, r, http.StatusConflict, ce.Message)
-	case errors.As(err, &ce):
-		p.fail(w, r, http.StatusBadRequest, ce.Message)
-	default:
+	case !errors.As(err, &ce) || ce.Kind == nil:
 		p.internal(w, r, err)
+	case errors.Is(err, oidc.ErrTooManyClients):
+		p.fail(w, r, http.StatusConflict, ce.Message)
+	default:
+		p.fail(w, r, http.StatusBadRequest, ce.Message)
 	}
 }
 
-// internal answers a failure that is not the developer's: 503 when the store is
-// unavailable, else 500, logged.
+// internal answers a failure that is not the developer's: 503 with Retry-After
+// when it is a temporary refusal (an Unavailable fault: the store's outage
+// included, see fault.As) or timed out, else 500, logged.
 func (p *Portal) internal(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, storage.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-		w.Header().Set("Retry-After", "5")
+	f, ok := fault.As(err)
+	if (ok && f.Class == fault.Unavailable) || errors.Is(err, context.DeadlineExceeded) {
+		retry := fault.StorageRetryAfter
+		if ok && f.RetryAfter > 0 {
+			retry = f.RetryAfter
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(math.Ceil(retry.Seconds()), 1))))
 		p.fail(w, r, http.StatusServiceUnavailable, "The service is busy; try again in a moment.")
 		return
 	}

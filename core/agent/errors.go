@@ -1,19 +1,19 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/palmgate/palmgate/core/fault"
 )
 
-// Error kinds; the HTTP edge maps each to a status code. Every error this package
-// returns for a client's mistake is an *Error wrapping one of them.
+// Error kinds, sentinel faults of core's error model whose class the HTTP edge
+// maps to a status. Every error this package returns for a client's mistake is an
+// *Error of one of them (errors.Is matches the kind).
 var (
-	ErrInvalid           = errors.New("invalid request")
-	ErrAlreadyRegistered = errors.New("agent already registered")
-	ErrSessionNotFound   = errors.New("registration session not found")
-	ErrTooManyPending    = errors.New("too many pending registration sessions")
+	ErrInvalid           = &fault.Error{Class: fault.Invalid, Message: "invalid request"}
+	ErrAlreadyRegistered = &fault.Error{Class: fault.Conflict, Message: "agent already registered"}
+	ErrSessionNotFound   = &fault.Error{Class: fault.NotFound, Message: "registration session not found"}
+	ErrTooManyPending    = &fault.Error{Class: fault.TooMany, Message: "too many pending registration sessions"}
 )
 
 // Stable machine codes of registry errors (the `code` of the error body).
@@ -37,17 +37,9 @@ const (
 // Kind is one of the kinds above.
 type Error = fault.Error
 
-// classOf is the status class of each kind.
-var classOf = map[error]fault.Class{
-	ErrInvalid:           fault.Invalid,
-	ErrAlreadyRegistered: fault.Conflict,
-	ErrSessionNotFound:   fault.NotFound,
-	ErrTooManyPending:    fault.TooMany,
-}
-
-// newError returns an error of kind with code and message.
-func newError(kind error, code, message string) *Error {
-	return &Error{Class: classOf[kind], Kind: kind, Code: code, Message: message}
+// newError returns an error of kind (its class) with code and message.
+func newError(kind *fault.Error, code, message string) *Error {
+	return &Error{Class: kind.Class, Kind: kind, Code: code, Message: message}
 }
 
 func invalid(code, field, format string, args ...any) *Error {

@@ -1,13 +1,18 @@
-// Package fault is the one error model of core: an error a client caused, or may
-// retry, carries a status class, a stable machine code, a message and optional
-// details. Each HTTP dialect of the edge (the /v1 JSON body, OAuth's JSON and
-// redirects, the pages) maps the class to a status in one place; the codes are the
-// wire codes of the README's error tables.
+// Package fault is the one error model of palmgate: an error a client caused, or
+// may retry, carries a status class, a stable machine code, a message, optional
+// details and, when it is temporary, when to retry. Core returns faults; each HTTP
+// dialect of the edge (the /v1 JSON body, OAuth's JSON and redirects, the RFC 6750
+// challenge, the pages) has one mapper that turns a fault into its status, headers
+// and body, and nothing else decides a status. An error that is no fault (nor the
+// store's unavailability, see As) is a server error in every dialect.
 package fault
 
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/palmgate/palmgate/storage"
 )
 
 // Class is what kind of refusal an error is; each dialect maps it to a status.
@@ -15,15 +20,18 @@ type Class int
 
 // Classes, with the HTTP status each stands for.
 const (
-	Internal     Class = iota // 500: not the client's fault
-	Invalid                   // 400
-	Unauthorized              // 401
-	Forbidden                 // 403
-	NotFound                  // 404
-	Conflict                  // 409
-	Gone                      // 410
-	TooMany                   // 429
-	Unavailable               // 503 (with Retry-After)
+	Internal         Class = iota // 500: not the client's fault
+	Invalid                       // 400
+	Unauthorized                  // 401
+	Forbidden                     // 403
+	NotFound                      // 404
+	Conflict                      // 409
+	Gone                          // 410
+	TooMany                       // 429 (with Retry-After when it says when)
+	Unavailable                   // 503 (with Retry-After)
+	MethodNotAllowed              // 405
+	TooLarge                      // 413
+	UnsupportedMedia              // 415
 )
 
 // Codes shared by several packages.
@@ -32,7 +40,13 @@ const (
 	CodeInvalidBody = "invalid_body"
 	// CodeInvalidField: a field (or query parameter) has a wrong value.
 	CodeInvalidField = "invalid_field"
+	// CodeStorageUnavailable: the store cannot be reached; retry later.
+	CodeStorageUnavailable = "storage_unavailable"
 )
+
+// StorageRetryAfter is the Retry-After of answers refused because the store is
+// unavailable: long enough for a restart or a failover to begin to show.
+const StorageRetryAfter = 5 * time.Second
 
 // Error is a typed error of core.
 type Error struct {
@@ -41,6 +55,9 @@ type Error struct {
 	Message string
 	// Details are machine-readable details, such as {"field": "deviceId"}.
 	Details map[string]any
+	// RetryAfter, when positive, is when a temporary refusal (Unavailable, TooMany)
+	// may be retried: the dialects send it as Retry-After.
+	RetryAfter time.Duration
 	// Kind is the sentinel error the error is of, for errors.Is (may be nil).
 	Kind error
 }
@@ -62,23 +79,29 @@ func Field(class Class, code, field, format string, args ...any) *Error {
 	return e
 }
 
-// Faulter is an error that has a fault of the model without being one (an error
-// with fields of its own, such as a Retry-After).
-type Faulter interface {
-	error
-	Fault() *Error
+// Of returns an error of kind (a sentinel fault, such as a package's ErrNotFound):
+// its class and code, with a formatted message, matching errors.Is(err, kind).
+func Of(kind *Error, format string, args ...any) *Error {
+	return &Error{Class: kind.Class, Code: kind.Code, Message: fmt.Sprintf(format, args...), Kind: kind}
 }
 
-// As returns the first *Error in err's chain, or else the fault of its first
-// Faulter.
+// storageUnavailable is the fault of a store that cannot be reached.
+var storageUnavailable = Error{Class: Unavailable, Code: CodeStorageUnavailable,
+	Message: "the database is unavailable; retry later", RetryAfter: StorageRetryAfter}
+
+// As returns the fault err is: the first *Error in its chain, or the Unavailable
+// fault (with StorageRetryAfter) of an error wrapping storage.ErrUnavailable, the
+// one place the store's outage becomes a fault. Any other error is not a fault
+// (false): a server error.
 func As(err error) (*Error, bool) {
 	var e *Error
 	if errors.As(err, &e) {
 		return e, true
 	}
-	var f Faulter
-	if errors.As(err, &f) {
-		return f.Fault(), true
+	if errors.Is(err, storage.ErrUnavailable) {
+		f := storageUnavailable
+		f.Kind = err
+		return &f, true
 	}
 	return nil, false
 }

@@ -134,8 +134,8 @@ var ResponseModes = []string{ResponseModeQuery, ResponseModeFormPost}
 // Errors before the client and its redirect_uri are known good (a missing, unknown
 // or repeated client_id or redirect_uri, an unregistered redirect_uri) carry no
 // RedirectURI: they are never sent to the redirect_uri. Every later refusal of the
-// request goes back to the client (RFC 6749 4.1.2.1, OIDC Core 3.1.2.6): an *Error
-// with RedirectURI, the state (not when it is longer than MaxStateLen or given
+// request goes back to the client (RFC 6749 4.1.2.1, OIDC Core 3.1.2.6): a
+// *RedirectError with the fault, the redirect_uri, the state (not when it is longer than MaxStateLen or given
 // twice: it is then dropped, not echoed) and the response mode (query when the
 // response_mode itself is refused). A failure of the server (the store, the caps
 // on pending logins) is returned as it is.
@@ -166,15 +166,16 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 		return nil, oauthError(ErrInvalidRequest, "redirect_uri is not registered for this client")
 	}
 	// From here on every refusal goes back to the client.
-	back := &Error{RedirectURI: redirectURI, ResponseMode: ResponseModeQuery}
+	back := &RedirectError{RedirectURI: redirectURI, ResponseMode: ResponseModeQuery}
 	if states := params["state"]; len(states) == 1 && len(states[0]) <= MaxStateLen {
 		back.State = states[0]
 	}
 	ar, err := s.checkRequest(cl, params, back)
 	if err != nil {
-		var oe *Error
-		if errors.As(err, &oe) && oe.RedirectURI == "" {
-			oe.RedirectURI, oe.State, oe.ResponseMode = back.RedirectURI, back.State, back.ResponseMode
+		var f *fault.Error
+		if errors.As(err, &f) && IsOAuthCode(f.Code) {
+			back.Fault = f
+			return nil, back
 		}
 		return nil, err
 	}
@@ -208,7 +209,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 // redirect_uri is valid, and returns the request to store. It sets
 // back.ResponseMode as soon as the response_mode is known good, so that the
 // refusals after it go back in that mode.
-func (s *Service) checkRequest(cl *client, params url.Values, back *Error) (*AuthRequest, error) {
+func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectError) (*AuthRequest, error) {
 	switch mode := params["response_mode"]; {
 	case len(mode) > 1:
 		return nil, oauthError(ErrInvalidRequest, "parameter response_mode is given more than once")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -121,12 +120,13 @@ func unchanged(t *testing.T, before, after storeState, what string) {
 	}
 }
 
-// wantOAuthError fails unless err is an *Error with one of codes, and returns it.
-func wantOAuthError(t *testing.T, err error, codes ...string) *Error {
+// wantOAuthError fails unless err is an OAuth refusal with one of codes, and
+// returns it.
+func wantOAuthError(t *testing.T, err error, codes ...string) *oauthErr {
 	t.Helper()
-	var oe *Error
-	if !errors.As(err, &oe) {
-		t.Fatalf("error %v (%T) is not an *oidc.Error: the edge would answer 500", err, err)
+	oe, ok := asOAuthErr(err)
+	if !ok {
+		t.Fatalf("error %v (%T) is not an OAuth fault: the edge would answer 500", err, err)
 	}
 	if !slices.Contains(codes, oe.Code) {
 		t.Fatalf("error code %q (%s), want one of %v", oe.Code, oe.Description, codes)

@@ -91,7 +91,8 @@ var GrantTypes = []string{"authorization_code", "refresh_token"}
 // Token is the token endpoint (RFC 6749 3.2): the parsing rules, the client's
 // authentication, then the grant_type's handler. The client is read once: a static
 // one from memory, a dynamic one in the transaction that issues its tokens (see
-// caller). Every failure is an *Error (or a store's error).
+// caller). Every refusal is a fault with an OAuth code (oauthError); anything else
+// is a server or store failure.
 func (s *Service) Token(ctx context.Context, req ClientRequest) (*TokenResponse, error) {
 	id, secret, err := credentials(req)
 	if err != nil {

@@ -1,7 +1,6 @@
 package oidc
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/palmgate/palmgate/core/fault"
@@ -24,55 +23,60 @@ const (
 	ErrNotFound                = "not_found"
 )
 
-// Error is an OAuth error answered to a client: a fault of core's error model
-// (Fault) whose code is the OAuth error code, with what a redirect needs. The class
-// is Unauthorized for invalid_client and invalid_token, Forbidden for
-// insufficient_scope, Invalid otherwise; the edge's OAuth dialect redirects an
-// authorization error with RedirectURI set instead.
-type Error struct {
-	Code        string
-	Description string
-	// RedirectURI, State and ResponseMode are set when the error goes back to the
-	// client (an authorization request whose client and redirect_uri were valid).
+// TemporarilyUnavailable is the OAuth code of a refusal that may be retried (RFC
+// 6749 4.1.2.1): the edge answers every Unavailable or TooMany fault with it.
+const TemporarilyUnavailable = "temporarily_unavailable"
+
+// oauthCodes are the codes of OAuth's vocabulary: a fault with one of them is
+// answered as it is in the OAuth dialect; any other fault there (a palm or
+// registry fault reaching the token endpoint) is a server error.
+var oauthCodes = map[string]bool{
+	ErrInvalidRequest: true, ErrInvalidClient: true, ErrInvalidGrant: true, ErrUnauthorizedClient: true,
+	ErrUnsupportedGrantType: true, ErrUnsupportedResponseType: true, ErrInvalidScope: true,
+	ErrAccessDenied: true, ErrLoginRequired: true, ErrInvalidToken: true, ErrInsufficientScope: true,
+	ErrInvalidTarget: true, ErrRequestNotSupported: true, ErrRequestURINotSupported: true,
+	TemporarilyUnavailable: true,
+}
+
+// IsOAuthCode reports whether code is an error code of the OAuth dialect.
+func IsOAuthCode(code string) bool { return oauthCodes[code] }
+
+// oauthClass is the class of an OAuth error code: Unauthorized for invalid_client
+// and invalid_token, Forbidden for insufficient_scope, Invalid otherwise.
+func oauthClass(code string) fault.Class {
+	switch code {
+	case ErrInvalidClient, ErrInvalidToken:
+		return fault.Unauthorized
+	case ErrInsufficientScope:
+		return fault.Forbidden
+	}
+	return fault.Invalid
+}
+
+// oauthError returns the OAuth error code as a fault of core's model, its class
+// by the code (oauthClass) and the formatted message its error_description.
+func oauthError(code, format string, args ...any) *fault.Error {
+	return &fault.Error{Class: oauthClass(code), Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// RedirectError is an authorization error that goes back to the client (RFC 6749
+// 4.1.2.1, OIDC Core 3.1.2.6): the fault, and the redirect_uri, state and response
+// mode of the request whose client and redirect_uri were valid. The edge's OAuth
+// dialect answers it with a redirect (or a form_post page) instead of a body.
+type RedirectError struct {
+	Fault        *fault.Error
 	RedirectURI  string
 	State        string
 	ResponseMode string
 }
 
-// Redirect is the answer that sends the error back to the client (RedirectURI set),
-// from the issuer iss.
-func (e *Error) Redirect(iss string) *Redirect {
-	return &Redirect{URI: e.RedirectURI, Error: e.Code, Description: e.Description, State: e.State, Issuer: iss, Mode: e.ResponseMode}
-}
+func (e *RedirectError) Error() string { return e.Fault.Code + ": " + e.Fault.Message }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Description }
+// Unwrap returns the fault.
+func (e *RedirectError) Unwrap() error { return e.Fault }
 
-// Fault is the error in core's model.
-func (e *Error) Fault() *fault.Error {
-	class := fault.Invalid
-	switch e.Code {
-	case ErrInvalidClient, ErrInvalidToken:
-		class = fault.Unauthorized
-	case ErrInsufficientScope:
-		class = fault.Forbidden
-	}
-	return &fault.Error{Class: class, Code: e.Code, Message: e.Description}
-}
-
-func oauthError(code, format string, args ...any) *Error {
-	return &Error{Code: code, Description: fmt.Sprintf(format, args...)}
-}
-
-// OAuthFault returns the fault of err when it is one of this package's OAuth errors
-// (an *Error, or ErrOtherBrowser): the errors the OAuth dialect answers as they are.
-// Any other error (a palm or store failure) is a server error there.
-func OAuthFault(err error) (*fault.Error, bool) {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Fault(), true
-	}
-	if errors.Is(err, ErrOtherBrowser) {
-		return ErrOtherBrowser, true
-	}
-	return nil, false
+// Redirect is the answer that sends the error back to the client, from the issuer
+// iss.
+func (e *RedirectError) Redirect(iss string) *Redirect {
+	return &Redirect{URI: e.RedirectURI, Error: e.Fault.Code, Description: e.Fault.Message, State: e.State, Issuer: iss, Mode: e.ResponseMode}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/fault"
 )
 
 // Introspection is the answer of token introspection (RFC 7662). An inactive token
@@ -68,7 +69,7 @@ func (s *Service) activeRefresh(ctx context.Context, token string) (*refreshClai
 		return nil, nil, nil
 	}
 	g, err := readGrant(ctx, s.store, rc.GrantID)
-	var oe *Error
+	var oe *fault.Error
 	if errors.As(err, &oe) {
 		return nil, nil, nil
 	}

@@ -59,7 +59,7 @@ func (l *Logout) URL() string {
 // shows the signed-out page, or redirects when a client and a registered
 // post_logout_redirect_uri were given).
 //
-// Errors are *Error with code invalid_request, never carrying a redirect: an
+// Errors are faults with code invalid_request, never carrying a redirect: an
 // unregistered post_logout_redirect_uri, one without a client to check it against,
 // a client_id other than the hint's audience, a hint this issuer did not sign.
 func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, error) {

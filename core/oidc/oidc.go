@@ -1,7 +1,9 @@
 // Package oidc is palmgate's OpenID Connect provider: authorization requests that a
 // palm scan completes, single-use codes, tokens signed by the store's keys, rotating
 // refresh tokens and pairwise subjects. It knows neither HTTP servers nor Caddy: it
-// takes parameters and returns values and *Error.
+// takes parameters and returns values, and refuses with faults of core/fault whose
+// codes are OAuth's (oauthError; a RedirectError when the refusal goes back to the
+// client). The edge's OAuth dialect maps them to HTTP.
 package oidc
 
 import (

@@ -15,6 +15,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"go.uber.org/zap"
 
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/internal/clocktest"
@@ -191,12 +192,35 @@ func (h *harness) parseToken(t *testing.T, token, alg string, claims jwt.Claims)
 	return tok.Header
 }
 
-// wantError fails unless err is an *Error with code.
-func wantError(t *testing.T, err error, code string) *Error {
+// oauthErr is what a test reads of an OAuth refusal: its code and description
+// (the fault's code and message), and where it goes back (a RedirectError's
+// redirect_uri, state and response mode; empty when it does not).
+type oauthErr struct {
+	Code, Description                string
+	RedirectURI, State, ResponseMode string
+}
+
+// asOAuthErr returns err as an OAuth refusal: a fault whose code is of the OAuth
+// dialect (what the edge answers as it is; anything else is a 500 there).
+func asOAuthErr(err error) (*oauthErr, bool) {
+	var f *fault.Error
+	if !errors.As(err, &f) || !IsOAuthCode(f.Code) {
+		return nil, false
+	}
+	oe := &oauthErr{Code: f.Code, Description: f.Message}
+	var re *RedirectError
+	if errors.As(err, &re) {
+		oe.RedirectURI, oe.State, oe.ResponseMode = re.RedirectURI, re.State, re.ResponseMode
+	}
+	return oe, true
+}
+
+// wantError fails unless err is an OAuth refusal with code.
+func wantError(t *testing.T, err error, code string) *oauthErr {
 	t.Helper()
-	var oe *Error
-	if !errors.As(err, &oe) {
-		t.Fatalf("error = %v (%T), want *Error %s", err, err, code)
+	oe, ok := asOAuthErr(err)
+	if !ok {
+		t.Fatalf("error = %v (%T), want an OAuth fault %s", err, err, code)
 	}
 	if oe.Code != code {
 		t.Fatalf("error code = %s (%s), want %s", oe.Code, oe.Description, code)

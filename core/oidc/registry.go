@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -46,8 +45,8 @@ const (
 	clientIDPrefix    = "pg_"
 )
 
-// Registry errors, faults of core's error model (all are the caller's: 4xx); a
-// ClientError wraps one with what is wrong.
+// Registry errors, sentinel faults of core's error model (all are the caller's:
+// 4xx); clientErr makes an error of one of them that says what is wrong.
 var (
 	ErrClientNotFound = &fault.Error{Class: fault.NotFound, Code: "client_not_found", Message: "no such client"}
 	ErrClientInvalid  = &fault.Error{Class: fault.Invalid, Code: "invalid_client_metadata", Message: "invalid client"}
@@ -55,18 +54,14 @@ var (
 	ErrTooManyClients = &fault.Error{Class: fault.Conflict, Code: "too_many_clients", Message: "too many clients"}
 )
 
-// ClientError says what is wrong with a registry request; Kind is one of the
-// registry errors above.
-type ClientError struct {
-	Kind    error
-	Message string
-}
-
-func (e *ClientError) Error() string { return e.Message }
-func (e *ClientError) Unwrap() error { return e.Kind }
-
+// clientErr returns an error of kind (one of the registry errors above: its class
+// and code, errors.Is matching it) with the formatted message.
 func clientErr(kind error, format string, args ...any) error {
-	return &ClientError{Kind: kind, Message: fmt.Sprintf(format, args...)}
+	var k *fault.Error
+	if !errors.As(kind, &k) {
+		k = ErrClientInvalid
+	}
+	return fault.Of(k, format, args...)
 }
 
 // storedSecret is the keyed hash of one secret; ExpiresAt is zero for the current

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/palmgate/palmgate/core/fault"
 )
 
 // validateLogoutAndAlg checks and normalises a spec's post-logout redirect URIs
@@ -18,7 +20,7 @@ func (r *Clients) validateLogoutAndAlg(spec *ClientSpec) error {
 		for _, u := range spec.PostLogoutRedirectURIs {
 			u = strings.TrimSpace(u)
 			if err := ValidateRedirectURI(u, r.devRedirects); err != nil {
-				var ce *ClientError
+				var ce *fault.Error
 				if !errors.As(err, &ce) {
 					return err
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
@@ -275,7 +276,7 @@ type revocation struct {
 // after the commit, as fn may run again, or not commit at all.
 func (s *Service) revokeGrant(txn storage.Txn, id string) (revocation, error) {
 	g, err := getGrant(txn, id)
-	var oe *Error
+	var oe *fault.Error
 	switch {
 	case errors.As(err, &oe): // expired from the store: only its access tokens may live
 	case err != nil:

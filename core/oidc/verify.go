@@ -25,7 +25,7 @@ func unavailableKey(err error) bool { return errors.Is(err, storage.ErrUnavailab
 
 // VerifyAccessToken checks an access token with the one verifier every endpoint and
 // the local middleware use (AccessVerifier: typ, iss, exp, sub, sid and its
-// revocation). It returns the claims, or an *Error with code invalid_token.
+// revocation). It returns the claims, or a fault with code invalid_token.
 func (s *Service) VerifyAccessToken(ctx context.Context, token string) (*AccessClaims, error) {
 	claims, err := s.access.Verify(ctx, token)
 	if errors.Is(err, bearer.ErrInvalidToken) {

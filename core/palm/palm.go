@@ -251,7 +251,8 @@ func (s *Service) Dev() bool { return s.dev != nil }
 // New returns a fresh pending challenge that expires after ttl; PutChallenge
 // stores it, usually in the same transaction as the record named by ref. Past the
 // purpose's cap of unfinished challenges, or its cap for the network of
-// req.Address, it returns a *BusyError.
+// req.Address, it returns a busy *fault.Error (Unavailable, or TooMany for the
+// network's cap) with its RetryAfter.
 func (s *Service) New(purpose Purpose, ref string, req Request, ttl time.Duration) (*Challenge, error) {
 	now := s.now()
 	if err := s.pending.take(purpose, req.Address, now, ttl+Grace); err != nil {

@@ -9,38 +9,25 @@ import (
 	"github.com/palmgate/palmgate/core/fault"
 )
 
-// BusyError refuses a new challenge while its purpose is at its cap of unfinished
-// challenges (503 at the edge), or while the client's network is at its own share
-// of that cap (429); either way with Retry-After.
-type BusyError struct {
-	Purpose Purpose
-	// Network is the client network (Network) at its cap, or "" for the global cap.
-	Network string
-	// RetryAfter is the time until the oldest challenge counted against the cap
-	// lapses (its record's lifetime ends), at least a second.
-	RetryAfter time.Duration
-}
-
-func (e *BusyError) Error() string {
-	if e.Network != "" {
-		return fmt.Sprintf("too many unfinished %s requests from this network; retry later", e.Purpose)
-	}
-	return fmt.Sprintf("too many unfinished %s requests; retry later", e.Purpose)
-}
-
-// Wire codes of a BusyError: the global cap, and a network's.
+// Wire codes of a busy refusal: the global cap, and a network's.
 const (
 	CodeTooManyPending            = "too_many_pending_requests"
 	CodeTooManyPendingFromNetwork = "too_many_pending_from_network"
 )
 
-// Fault is the error's fault in core's model: unavailable for now (the global
-// cap), or too many from this client's network (its own cap).
-func (e *BusyError) Fault() *fault.Error {
-	if e.Network != "" {
-		return &fault.Error{Class: fault.TooMany, Code: CodeTooManyPendingFromNetwork, Message: e.Error()}
+// Busy refuses a new challenge of purpose p while it is at its cap of unfinished
+// challenges (Unavailable: 503 at the edge), or while the client's network is at
+// its own share of that cap (TooMany: 429); either way with RetryAfter, the time
+// until the oldest challenge counted against the cap lapses (its record's lifetime
+// ends), at least a second.
+func Busy(p Purpose, network string, retry time.Duration) *fault.Error {
+	retry = max(retry, time.Second)
+	if network != "" {
+		return &fault.Error{Class: fault.TooMany, Code: CodeTooManyPendingFromNetwork, RetryAfter: retry,
+			Message: fmt.Sprintf("too many unfinished %s requests from this network; retry later", p)}
 	}
-	return &fault.Error{Class: fault.Unavailable, Code: CodeTooManyPending, Message: e.Error()}
+	return &fault.Error{Class: fault.Unavailable, Code: CodeTooManyPending, RetryAfter: retry,
+		Message: fmt.Sprintf("too many unfinished %s requests; retry later", p)}
 }
 
 // Network is the network a client address is counted under by the per-network
@@ -103,7 +90,7 @@ func newPendingCaps(limits, perNetwork map[Purpose]int) *pendingCaps {
 
 // take counts a new challenge of purpose p from client address (the edge's
 // address key; "" counts it under no network) at now, whose record can live
-// span, or returns a *BusyError when the global cap or the address's network's
+// span, or returns a busy fault (Unavailable or TooMany, with RetryAfter) when the global cap or the address's network's
 // cap is reached.
 func (c *pendingCaps) take(p Purpose, address string, now time.Time, span time.Duration) error {
 	if c == nil || c.limits[p] <= 0 {
@@ -128,11 +115,11 @@ func (c *pendingCaps) take(p Purpose, address string, now time.Time, span time.D
 			if len(w.all) >= limit { // it must wait for the global cap too
 				retry = max(retry, w.all[0].at.Sub(now))
 			}
-			return &BusyError{Purpose: p, Network: network, RetryAfter: max(retry, time.Second)}
+			return Busy(p, network, retry)
 		}
 	}
 	if len(w.all) >= limit {
-		return &BusyError{Purpose: p, RetryAfter: max(w.all[0].at.Sub(now), time.Second)}
+		return Busy(p, "", w.all[0].at.Sub(now))
 	}
 	at := now.Add(span)
 	w.all = append(w.all, lapse{at: at, network: network})

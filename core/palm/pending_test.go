@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/palmgate/palmgate/core/fault"
 )
 
 // cappedService is a Service of h's store and clock with the given caps on
@@ -21,12 +23,13 @@ func cappedService(t *testing.T, h *palmHarness, total, perNetwork int) *Service
 	return svc
 }
 
-// busy returns err as a *BusyError, failing the test when it is not one.
-func busy(t *testing.T, err error, what string) *BusyError {
+// busyFault returns err as a busy fault (Unavailable for the global cap, TooMany for a
+// network's, with a Retry-After), failing the test when it is not one.
+func busyFault(t *testing.T, err error, what string) *fault.Error {
 	t.Helper()
-	var b *BusyError
-	if !errors.As(err, &b) {
-		t.Fatalf("%s: %v, want a BusyError", what, err)
+	var b *fault.Error
+	if !errors.As(err, &b) || (b.Class != fault.Unavailable && b.Class != fault.TooMany) || b.RetryAfter <= 0 {
+		t.Fatalf("%s: %v, want a busy fault with a Retry-After", what, err)
 	}
 	return b
 }
@@ -52,7 +55,7 @@ func TestNetwork(t *testing.T) {
 	}
 }
 
-// TestPendingCapPerNetwork: one /24 at its cap is refused with a BusyError naming
+// TestPendingCapPerNetwork: one /24 at its cap is refused with a busy fault of
 // its network, while another /24 still gets in; the refusal's Retry-After is the
 // time until the network's oldest challenge lapses, and then the network gets in
 // again.
@@ -66,13 +69,10 @@ func TestPendingCapPerNetwork(t *testing.T) {
 		h.clock.Advance(time.Minute)
 	}
 	_, err := svc.New(PurposeLogin, "r", Request{Address: "192.0.2.200"}, testTTL)
-	b := busy(t, err, "a fourth login from 192.0.2.0/24")
+	b := busyFault(t, err, "a fourth login from 192.0.2.0/24")
 	// The oldest was created three minutes ago and lapses testTTL+Grace after.
-	if want := testTTL + Grace - 3*time.Minute; b.Network != "192.0.2.0/24" || b.RetryAfter != want {
-		t.Errorf("refusal: network %q, Retry-After %s; want 192.0.2.0/24, %s", b.Network, b.RetryAfter, want)
-	}
-	if f := b.Fault(); f.Code != CodeTooManyPendingFromNetwork {
-		t.Errorf("fault code %q, want %q", f.Code, CodeTooManyPendingFromNetwork)
+	if want := testTTL + Grace - 3*time.Minute; b.Class != fault.TooMany || b.Code != CodeTooManyPendingFromNetwork || b.RetryAfter != want {
+		t.Errorf("refusal: %s (class %d), Retry-After %s; want the network's cap, %s", b.Code, b.Class, b.RetryAfter, want)
 	}
 	if _, err := svc.New(PurposeLogin, "r", Request{Address: "192.0.3.1"}, testTTL); err != nil {
 		t.Errorf("New from another /24: %v", err)
@@ -104,8 +104,8 @@ func TestPendingCapPerSlash48(t *testing.T) {
 		}
 	}
 	_, err := svc.New(PurposeAgentRegistration, "s", Request{Address: "2001:db8:1:3::/64"}, testTTL)
-	if b := busy(t, err, "a third registration from 2001:db8:1::/48"); b.Network != "2001:db8:1::/48" {
-		t.Errorf("refused network %q, want 2001:db8:1::/48", b.Network)
+	if b := busyFault(t, err, "a third registration from 2001:db8:1::/48"); b.Class != fault.TooMany {
+		t.Errorf("refused as %s, want the network 2001:db8:1::/48 at its cap", b.Code)
 	}
 	if _, err := svc.New(PurposeAgentRegistration, "s", Request{Address: "2001:db8:2:1::/64"}, testTTL); err != nil {
 		t.Errorf("New from another /48: %v", err)
@@ -126,21 +126,18 @@ func TestPendingCapRetryAfter(t *testing.T) {
 		h.clock.Advance(7 * time.Second)
 	}
 	_, err := svc.New(PurposeLogin, "r", Request{Address: "203.0.113.1"}, testTTL)
-	b := busy(t, err, "New from a fresh network past the global cap")
-	if want := testTTL + Grace - 28*time.Second; b.Network != "" || b.RetryAfter != want {
-		t.Errorf("refusal: network %q, Retry-After %s; want the global cap, %s", b.Network, b.RetryAfter, want)
-	}
-	if f := b.Fault(); f.Code != CodeTooManyPending {
-		t.Errorf("fault code %q, want %q", f.Code, CodeTooManyPending)
+	b := busyFault(t, err, "New from a fresh network past the global cap")
+	if want := testTTL + Grace - 28*time.Second; b.Class != fault.Unavailable || b.Code != CodeTooManyPending || b.RetryAfter != want {
+		t.Errorf("refusal: %s, Retry-After %s; want the global cap, %s", b.Code, b.RetryAfter, want)
 	}
 	// A network at its own cap while the global one is full waits for both.
 	_, err = svc.New(PurposeLogin, "r", Request{Address: "198.51.1.9"}, testTTL)
-	if b := busy(t, err, "New from a full network past the global cap"); b.RetryAfter != testTTL+Grace-14*time.Second {
+	if b := busyFault(t, err, "New from a full network past the global cap"); b.RetryAfter != testTTL+Grace-14*time.Second {
 		t.Errorf("Retry-After %s, want %s (its network's oldest)", b.RetryAfter, testTTL+Grace-14*time.Second)
 	}
 	h.clock.Advance(testTTL + Grace - 28*time.Second - 300*time.Millisecond)
 	_, err = svc.New(PurposeLogin, "r", Request{Address: "203.0.113.1"}, testTTL)
-	if b := busy(t, err, "New 0.3s before the oldest lapses"); b.RetryAfter != time.Second {
+	if b := busyFault(t, err, "New 0.3s before the oldest lapses"); b.RetryAfter != time.Second {
 		t.Errorf("Retry-After %s, want the floor of 1s", b.RetryAfter)
 	}
 	h.clock.Advance(300 * time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -87,7 +88,7 @@ func TestRenew(t *testing.T) {
 }
 
 // TestPendingCap: past its purpose's cap of challenges created within their
-// possible lifetime, New refuses with a BusyError that says when to retry; the
+// possible lifetime, New refuses with an Unavailable fault that says when to retry; the
 // other purpose is not affected, and the cap frees itself as time passes.
 func TestPendingCap(t *testing.T) {
 	h := newPalmHarness(t, false)
@@ -103,9 +104,9 @@ func TestPendingCap(t *testing.T) {
 		h.clock.Advance(time.Minute)
 	}
 	_, err = svc.New(PurposeLogin, "r", Request{}, testTTL)
-	var busy *BusyError
-	if !errors.As(err, &busy) || busy.RetryAfter <= 0 || busy.RetryAfter > testTTL+Grace {
-		t.Fatalf("New past the cap: %v, want a BusyError with a Retry-After within %s", err, testTTL+Grace)
+	var busy *fault.Error
+	if !errors.As(err, &busy) || busy.Class != fault.Unavailable || busy.RetryAfter <= 0 || busy.RetryAfter > testTTL+Grace {
+		t.Fatalf("New past the cap: %v, want an Unavailable fault with a Retry-After within %s", err, testTTL+Grace)
 	}
 	if _, err := svc.New(PurposeAgentRegistration, "s", Request{}, testTTL); err != nil {
 		t.Errorf("New of another purpose: %v", err)
