@@ -80,8 +80,9 @@ type record struct {
 // Set is the signing keys of the store, cached in memory and re-read by Watch (every
 // ReloadInterval) and by Lookup (for an unknown key id).
 type Set struct {
-	store storage.Store
-	now   func() time.Time
+	store    storage.Store
+	now      func() time.Time
+	generate Generator
 
 	mu       sync.RWMutex
 	active   map[string]*Key
@@ -90,14 +91,28 @@ type Set struct {
 	triedErr error     // of that reload
 }
 
+// Generator makes a new private key for alg (one of Algorithms).
+type Generator func(alg string) (crypto.Signer, error)
+
+// Option adjusts a Set made by Open.
+type Option func(*Set)
+
+// WithGenerator makes the Set create its keys with gen rather than from
+// crypto/rand: tests hand it fixed RSA keys (internal/keystest), whose generation
+// is slow.
+func WithGenerator(gen Generator) Option { return func(s *Set) { s.generate = gen } }
+
 // Open loads the key set, generating an active key per algorithm (Algorithms) on
 // first start, and on the first start of a version that added an algorithm.
 // Concurrent first starts of several instances agree on one key per algorithm.
-func Open(ctx context.Context, store storage.Store, now func() time.Time) (*Set, error) {
+func Open(ctx context.Context, store storage.Store, now func() time.Time, opts ...Option) (*Set, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Set{store: store, now: now}
+	s := &Set{store: store, now: now, generate: generateKey}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.Reload(ctx); err != nil {
 		return nil, err
 	}
@@ -123,7 +138,7 @@ func (s *Set) Rotate(ctx context.Context, alg string) (*Key, error) {
 // create stores a new active key for alg. Unless replace is set, it keeps an active
 // key another instance stored meanwhile.
 func (s *Set) create(ctx context.Context, alg string, replace bool) (*Key, error) {
-	k, err := generate(alg, s.now())
+	k, err := newKey(s.generate, alg, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -324,19 +339,23 @@ func (s *Set) Sign(alg, typ string, claims jwt.Claims) (string, error) {
 	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
-func generate(alg string, now time.Time) (*Key, error) {
-	var signer crypto.Signer
-	var err error
+// generateKey is the Generator of production: a fresh key from crypto/rand.
+func generateKey(alg string) (crypto.Signer, error) {
 	switch alg {
 	case RS256:
-		signer, err = rsa.GenerateKey(rand.Reader, rsaBits)
+		return rsa.GenerateKey(rand.Reader, rsaBits)
 	case ES256:
-		signer, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	case EdDSA:
-		_, signer, err = ed25519.GenerateKey(rand.Reader)
-	default:
-		return nil, fmt.Errorf("unsupported signing algorithm %q", alg)
+		_, k, err := ed25519.GenerateKey(rand.Reader)
+		return k, err
 	}
+	return nil, fmt.Errorf("unsupported signing algorithm %q", alg)
+}
+
+// newKey makes a new active key for alg with gen.
+func newKey(gen Generator, alg string, now time.Time) (*Key, error) {
+	signer, err := gen(alg)
 	if err != nil {
 		return nil, fmt.Errorf("generating %s key: %w", alg, err)
 	}
