@@ -6,6 +6,7 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -132,6 +133,9 @@ type App struct {
 	oidc     *oidc.Service
 	edge     *edge.Server
 	logger   *zap.Logger
+
+	ctx       caddy.Context // of this config generation, for the work Start starts
+	stopWatch func()        // ends the key watcher Start started and waits for it
 }
 
 // PalmAttestor is a trusted palm engine.
@@ -235,10 +239,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if a.keys, err = keys.Open(ctx, a.store, nil); err != nil {
 		return fmt.Errorf("loading signing keys: %w", err)
 	}
-	// Re-read the keys, so that a rotation by another instance sharing the store is
-	// published and used here within keys.ReloadInterval. ctx ends with this config
-	// generation (a reload starts a new one, with its own Set).
-	go a.keys.Watch(ctx, keys.ReloadInterval)
+	a.ctx = ctx
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
 		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: a.withPortalClient(a.oidcClients()),
 		PairwiseSecret: a.PairwiseSecret, DevRedirects: a.Dev, MaxClientsPerOwner: a.maxApplications(),
@@ -401,11 +402,30 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Start starts the app.
-func (a *App) Start() error { return nil }
+// Start starts the app's background work: the key watcher re-reads the keys, so
+// that a rotation by another instance sharing the store is published and used here
+// within keys.ReloadInterval. Provision starts nothing, so that a config that is
+// provisioned and then discarded (a failed reload, `caddy validate`) leaves no
+// goroutine behind.
+func (a *App) Start() error {
+	ctx, cancel := context.WithCancel(a.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.keys.Watch(ctx, keys.ReloadInterval)
+	}()
+	a.stopWatch = func() { cancel(); <-done }
+	return nil
+}
 
-// Stop stops the app.
-func (a *App) Stop() error { return nil }
+// Stop ends what Start started.
+func (a *App) Stop() error {
+	if a.stopWatch != nil {
+		a.stopWatch()
+		a.stopWatch = nil
+	}
+	return nil
+}
 
 // Cleanup releases the store (closed when no config generation uses it any more).
 func (a *App) Cleanup() error {

@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/internal/clocktest"
+	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 )
@@ -89,8 +91,8 @@ func FuzzVerify(f *testing.F) {
 	}
 	f.Cleanup(func() { _ = store.Close() })
 	storeFixedES256Key(f, store)
-	clock := func() time.Time { return fuzzNow }
-	set, err := keys.Open(ctx, store, clock)
+	clock := clocktest.New(fuzzNow).Now
+	set, err := keys.Open(ctx, store, clock, keys.WithGenerator(keystest.Generator))
 	if err != nil {
 		f.Fatalf("keys.Open: %v", err)
 	}

@@ -28,11 +28,10 @@ func (downRevocations) Revoked(context.Context, string) (bool, error) {
 func TestCheckDecisions(t *testing.T) {
 	ctx := context.Background()
 	f := newTokenFixture(t, "https://id.example.test/oauth2")
-	now := func() time.Time { return f.now }
-	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Now: now})
+	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Now: f.clock.Now})
 	token, err := f.set.Sign(keys.ES256, TokenType, Claims{
 		RegisteredClaims: jwt.RegisteredClaims{Issuer: f.issuer, Subject: "sub", Audience: jwt.ClaimStrings{"https://api.example.test"},
-			IssuedAt: jwt.NewNumericDate(f.now), ExpiresAt: jwt.NewNumericDate(f.now.Add(time.Hour))},
+			IssuedAt: jwt.NewNumericDate(f.clock.Now()), ExpiresAt: jwt.NewNumericDate(f.clock.Now().Add(time.Hour))},
 		Scope: "openid orders:read", GrantID: "grant-1",
 	})
 	if err != nil {
@@ -41,7 +40,7 @@ func TestCheckDecisions(t *testing.T) {
 	if c, err := v.Check(ctx, token, "https://api.example.test", []string{"orders:read", "openid"}); err != nil || c.Subject != "sub" {
 		t.Fatalf("Check of a good token = %v, %v", c, err)
 	}
-	down := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Now: now, Revocations: downRevocations{}, CacheSize: -1})
+	down := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Now: f.clock.Now, Revocations: downRevocations{}, CacheSize: -1})
 	for _, tc := range []struct {
 		name             string
 		v                *Verifier

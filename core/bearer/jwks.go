@@ -7,16 +7,16 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
 )
 
 // maxDocumentBytes bounds the discovery document and the JWKS read from an issuer.
@@ -160,46 +160,42 @@ func (r *RemoteKeys) getJSON(ctx context.Context, url string, v any) error {
 	return json.NewDecoder(io.LimitReader(resp.Body, maxDocumentBytes)).Decode(v)
 }
 
-// parseJWK parses one public JSON Web Key: EC P-256, RSA or OKP Ed25519, with its
-// `alg` (implied by the key type when absent, except for RSA, which must say).
+// parseJWK parses one public JSON Web Key (go-jose checks the encodings, the
+// coordinate sizes and that an EC point is on its curve): EC P-256, RSA of 2048
+// bits or more, or OKP Ed25519, with its `alg` (implied by the key type when
+// absent, except for RSA, which must say). A JWK that carries private material is
+// refused: anyone who read the JWKS could sign with it.
 func parseJWK(raw []byte) (string, remoteKey, error) {
-	var j struct {
-		Kty, Use, Alg, Kid, Crv, X, Y, N, E string
-	}
-	if err := json.Unmarshal(raw, &j); err != nil {
+	var j jose.JSONWebKey
+	if err := j.UnmarshalJSON(raw); err != nil {
 		return "", remoteKey{}, err
 	}
 	if j.Use != "" && j.Use != "sig" {
 		return "", remoteKey{}, errors.New("not a signing key")
 	}
-	b64 := base64.RawURLEncoding.DecodeString
-	switch j.Kty {
-	case "EC":
-		x, err1 := b64(j.X)
-		y, err2 := b64(j.Y)
-		if j.Crv != "P-256" || err1 != nil || err2 != nil || len(x) != 32 || len(y) != 32 {
-			return "", remoteKey{}, errors.New("bad EC key")
+	if !j.IsPublic() {
+		return "", remoteKey{}, errors.New("a private key in a JWKS")
+	}
+	switch k := j.Key.(type) {
+	case *ecdsa.PublicKey:
+		if k.Curve != elliptic.P256() {
+			return "", remoteKey{}, errors.New("bad EC key: not P-256")
 		}
-		pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
-		if err != nil {
-			return "", remoteKey{}, err
+		return j.KeyID, remoteKey{key: k, alg: orDefault(j.Algorithm, "ES256")}, nil
+	case *rsa.PublicKey:
+		// go-jose keeps only the low 64 bits of e: bound its length first.
+		var e struct {
+			E string `json:"e"`
 		}
-		return j.Kid, remoteKey{key: pub, alg: orDefault(j.Alg, "ES256")}, nil
-	case "RSA":
-		n, err1 := b64(j.N)
-		e, err2 := b64(j.E)
-		if err1 != nil || err2 != nil || len(n) < 256 || len(e) == 0 || len(e) > 4 || j.Alg == "" {
+		_ = json.Unmarshal(raw, &e) // UnmarshalJSON above read the same JSON
+		if j.Algorithm == "" || k.N.BitLen() < 2048 || len(e.E) > 6 || k.E < 3 {
 			return "", remoteKey{}, errors.New("bad RSA key")
 		}
-		return j.Kid, remoteKey{key: &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}, alg: j.Alg}, nil
-	case "OKP":
-		x, err := b64(j.X)
-		if j.Crv != "Ed25519" || err != nil || len(x) != ed25519.PublicKeySize {
-			return "", remoteKey{}, errors.New("bad OKP key")
-		}
-		return j.Kid, remoteKey{key: ed25519.PublicKey(x), alg: orDefault(j.Alg, "EdDSA")}, nil
+		return j.KeyID, remoteKey{key: k, alg: j.Algorithm}, nil
+	case ed25519.PublicKey:
+		return j.KeyID, remoteKey{key: k, alg: orDefault(j.Algorithm, "EdDSA")}, nil
 	}
-	return "", remoteKey{}, fmt.Errorf("unsupported key type %q", j.Kty)
+	return "", remoteKey{}, fmt.Errorf("unsupported key type %T", j.Key)
 }
 
 func orDefault(s, def string) string {

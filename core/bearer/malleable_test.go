@@ -12,25 +12,27 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/internal/clocktest"
 	"github.com/palmgate/palmgate/internal/jwttest"
+	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 type tokenFixture struct {
 	set    *keys.Set
-	now    time.Time
+	clock  *clocktest.Clock
 	issuer string
 }
 
 func newTokenFixture(t *testing.T, issuer string) *tokenFixture {
 	t.Helper()
 	store := memstore.New() // core's rules, not Badger's, are under test
-	now := time.Now()
-	set, err := keys.Open(context.Background(), store, func() time.Time { return now })
+	clock := clocktest.New(time.Now())
+	set, err := keys.Open(context.Background(), store, clock.Now, keys.WithGenerator(keystest.Generator))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tokenFixture{set: set, now: now, issuer: issuer}
+	return &tokenFixture{set: set, clock: clock, issuer: issuer}
 }
 
 func (f *tokenFixture) token(t *testing.T, jti string) string {
@@ -38,7 +40,7 @@ func (f *tokenFixture) token(t *testing.T, jti string) string {
 	token, err := f.set.Sign(keys.ES256, TokenType, Claims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: f.issuer, Subject: "pairwise-sub", ID: jti,
-			IssuedAt: jwt.NewNumericDate(f.now), ExpiresAt: jwt.NewNumericDate(f.now.Add(time.Hour)),
+			IssuedAt: jwt.NewNumericDate(f.clock.Now()), ExpiresAt: jwt.NewNumericDate(f.clock.Now().Add(time.Hour)),
 		},
 		ClientID: "app", Scope: "openid", GrantID: "grant-" + jti,
 	})
@@ -54,7 +56,7 @@ func (f *tokenFixture) token(t *testing.T, jti string) string {
 func TestVerifyRefusesMalleatedTokens(t *testing.T) {
 	ctx := context.Background()
 	f := newTokenFixture(t, "https://id.example.test/oauth2")
-	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Now: func() time.Time { return f.now }})
+	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Now: f.clock.Now})
 	for i := range 8 { // the signer's s is random: several tokens
 		token := f.token(t, "jti-"+string(rune('a'+i)))
 		for _, tc := range []struct {
@@ -101,7 +103,7 @@ func TestRemoteVerifierHighS(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"keys": f.set.JWKS()})
 	})
 	remote := NewRemoteKeys(f.issuer, srv.Client(), time.Second, nil)
-	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: remote, Now: func() time.Time { return f.now }})
+	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: remote, Now: f.clock.Now})
 	token := f.token(t, "remote")
 	twin := jwttest.Malleate(t, token)
 	for _, tok := range []string{twin, token, twin} {

@@ -10,6 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/internal/clocktest"
 )
 
 // revokedSet revokes the grants it holds.
@@ -24,12 +25,12 @@ func TestVerifyEveryCheck(t *testing.T) {
 	ctx := context.Background()
 	f := newTokenFixture(t, "https://id.example.test/oauth2")
 	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set,
-		Revocations: revokedSet{"grant-revoked": true}, Now: func() time.Time { return f.now }})
+		Revocations: revokedSet{"grant-revoked": true}, Now: f.clock.Now})
 	sign := func(typ string, edit func(*Claims)) string {
 		c := Claims{
 			RegisteredClaims: jwt.RegisteredClaims{
 				Issuer: f.issuer, Subject: "pairwise-sub", ID: "jti", Audience: jwt.ClaimStrings{"https://api.example.test"},
-				IssuedAt: jwt.NewNumericDate(f.now), ExpiresAt: jwt.NewNumericDate(f.now.Add(time.Hour)),
+				IssuedAt: jwt.NewNumericDate(f.clock.Now()), ExpiresAt: jwt.NewNumericDate(f.clock.Now().Add(time.Hour)),
 			},
 			ClientID: "app", Scope: "openid", GrantID: "grant-1",
 		}
@@ -53,7 +54,7 @@ func TestVerifyEveryCheck(t *testing.T) {
 		{"no sid", sign(TokenType, func(c *Claims) { c.GrantID = "" }), "", ErrInvalidToken},
 		{"no sub", sign(TokenType, func(c *Claims) { c.Subject = "" }), "", ErrInvalidToken},
 		{"no exp", sign(TokenType, func(c *Claims) { c.ExpiresAt = nil }), "", ErrInvalidToken},
-		{"expired", sign(TokenType, func(c *Claims) { c.ExpiresAt = jwt.NewNumericDate(f.now.Add(-time.Hour)) }), "", ErrInvalidToken},
+		{"expired", sign(TokenType, func(c *Claims) { c.ExpiresAt = jwt.NewNumericDate(f.clock.Now().Add(-time.Hour)) }), "", ErrInvalidToken},
 		{"other issuer", sign(TokenType, func(c *Claims) { c.Issuer = "https://evil.example.test/oauth2" }), "", ErrInvalidToken},
 		{"typ JWT", sign("JWT", func(*Claims) {}), "", ErrInvalidToken},
 		{"revoked grant", sign(TokenType, func(c *Claims) { c.GrantID = "grant-revoked" }), "", ErrInvalidToken},
@@ -73,10 +74,11 @@ func TestVerifyEveryCheck(t *testing.T) {
 func TestVerifyExpiry(t *testing.T) {
 	ctx := context.Background()
 	f := newTokenFixture(t, "https://id.example.test/oauth2")
-	f.now = f.now.Truncate(time.Second)
-	exp := f.now.Add(2 * time.Second)
+	f.clock.Set(f.clock.Now().Truncate(time.Second))
+	start := f.clock.Now()
+	exp := start.Add(2 * time.Second)
 	token, err := f.set.Sign(keys.ES256, TokenType, Claims{
-		RegisteredClaims: jwt.RegisteredClaims{Issuer: f.issuer, Subject: "sub", IssuedAt: jwt.NewNumericDate(f.now), ExpiresAt: jwt.NewNumericDate(exp)},
+		RegisteredClaims: jwt.RegisteredClaims{Issuer: f.issuer, Subject: "sub", IssuedAt: jwt.NewNumericDate(start), ExpiresAt: jwt.NewNumericDate(exp)},
 		GrantID:          "grant-1",
 	})
 	if err != nil {
@@ -98,16 +100,16 @@ func TestVerifyExpiry(t *testing.T) {
 	} {
 		for _, cached := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s, cached %v", tc.name, cached), func(t *testing.T) {
-				now := f.now
+				clock := clocktest.New(start)
 				size := -1
 				if cached {
 					size = 10
 				}
-				v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Leeway: tc.leeway, CacheSize: size, Now: func() time.Time { return now }})
+				v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Leeway: tc.leeway, CacheSize: size, Now: clock.Now})
 				if _, err := v.Verify(ctx, token); err != nil {
 					t.Fatalf("fresh token refused: %v", err)
 				}
-				now = exp.Add(tc.at)
+				clock.Set(exp.Add(tc.at))
 				_, err := v.Verify(ctx, token)
 				if tc.ok && err != nil {
 					t.Errorf("refused %v after exp: %v", tc.at, err)

@@ -11,16 +11,15 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"sync"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/storage"
@@ -80,8 +79,9 @@ type record struct {
 // Set is the signing keys of the store, cached in memory and re-read by Watch (every
 // ReloadInterval) and by Lookup (for an unknown key id).
 type Set struct {
-	store storage.Store
-	now   func() time.Time
+	store    storage.Store
+	now      func() time.Time
+	generate Generator
 
 	mu       sync.RWMutex
 	active   map[string]*Key
@@ -90,14 +90,28 @@ type Set struct {
 	triedErr error     // of that reload
 }
 
+// Generator makes a new private key for alg (one of Algorithms).
+type Generator func(alg string) (crypto.Signer, error)
+
+// Option adjusts a Set made by Open.
+type Option func(*Set)
+
+// WithGenerator makes the Set create its keys with gen rather than from
+// crypto/rand: tests hand it fixed RSA keys (internal/keystest), whose generation
+// is slow.
+func WithGenerator(gen Generator) Option { return func(s *Set) { s.generate = gen } }
+
 // Open loads the key set, generating an active key per algorithm (Algorithms) on
 // first start, and on the first start of a version that added an algorithm.
 // Concurrent first starts of several instances agree on one key per algorithm.
-func Open(ctx context.Context, store storage.Store, now func() time.Time) (*Set, error) {
+func Open(ctx context.Context, store storage.Store, now func() time.Time, opts ...Option) (*Set, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Set{store: store, now: now}
+	s := &Set{store: store, now: now, generate: generateKey}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.Reload(ctx); err != nil {
 		return nil, err
 	}
@@ -123,7 +137,7 @@ func (s *Set) Rotate(ctx context.Context, alg string) (*Key, error) {
 // create stores a new active key for alg. Unless replace is set, it keeps an active
 // key another instance stored meanwhile.
 func (s *Set) create(ctx context.Context, alg string, replace bool) (*Key, error) {
-	k, err := generate(alg, s.now())
+	k, err := newKey(s.generate, alg, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -324,19 +338,23 @@ func (s *Set) Sign(alg, typ string, claims jwt.Claims) (string, error) {
 	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
-func generate(alg string, now time.Time) (*Key, error) {
-	var signer crypto.Signer
-	var err error
+// generateKey is the Generator of production: a fresh key from crypto/rand.
+func generateKey(alg string) (crypto.Signer, error) {
 	switch alg {
 	case RS256:
-		signer, err = rsa.GenerateKey(rand.Reader, rsaBits)
+		return rsa.GenerateKey(rand.Reader, rsaBits)
 	case ES256:
-		signer, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	case EdDSA:
-		_, signer, err = ed25519.GenerateKey(rand.Reader)
-	default:
-		return nil, fmt.Errorf("unsupported signing algorithm %q", alg)
+		_, k, err := ed25519.GenerateKey(rand.Reader)
+		return k, err
 	}
+	return nil, fmt.Errorf("unsupported signing algorithm %q", alg)
+}
+
+// newKey makes a new active key for alg with gen.
+func newKey(gen Generator, alg string, now time.Time) (*Key, error) {
+	signer, err := gen(alg)
 	if err != nil {
 		return nil, fmt.Errorf("generating %s key: %w", alg, err)
 	}
@@ -345,14 +363,16 @@ func generate(alg string, now time.Time) (*Key, error) {
 	return k, err
 }
 
-// thumbprintID names a key by a hash of its public half.
+// thumbprintID names a key by its RFC 7638 JWK thumbprint (SHA-256, base64url),
+// which a relying party can compute from the published JWK. Keys stored by
+// earlier versions keep the id they were stored with (a truncated hash of the
+// DER public key): the id is read from the record, never recomputed.
 func thumbprintID(pub crypto.PublicKey) (string, error) {
-	der, err := x509.MarshalPKIXPublicKey(pub)
+	sum, err := (&jose.JSONWebKey{Key: pub}).Thumbprint(crypto.SHA256)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(der)
-	return base64.RawURLEncoding.EncodeToString(sum[:12]), nil
+	return base64.RawURLEncoding.EncodeToString(sum), nil
 }
 
 func (k *Key) record() ([]byte, error) {
@@ -379,24 +399,12 @@ func parseRecord(b []byte) (*Key, error) {
 	return &Key{ID: r.ID, Algorithm: r.Algorithm, Private: signer, Created: r.Created, Active: r.Active}, nil
 }
 
-// JWK is one public JSON Web Key (RFC 7517).
-type JWK struct {
-	KeyType   string `json:"kty"`
-	Use       string `json:"use"`
-	Algorithm string `json:"alg"`
-	KeyID     string `json:"kid"`
-	N         string `json:"n,omitempty"`
-	E         string `json:"e,omitempty"`
-	Curve     string `json:"crv,omitempty"`
-	X         string `json:"x,omitempty"`
-	Y         string `json:"y,omitempty"`
-}
-
-// JWKS returns the public keys, active ones first.
-func (s *Set) JWKS() []JWK {
+// JWKS returns the public keys as JSON Web Keys (RFC 7517; OKP for Ed25519 per
+// RFC 8037), active ones first.
+func (s *Set) JWKS() []jose.JSONWebKey {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]JWK, 0, len(s.byKID))
+	out := make([]jose.JSONWebKey, 0, len(s.byKID))
 	for _, pass := range []bool{true, false} {
 		for _, k := range s.byKID {
 			if k.Active == pass {
@@ -407,19 +415,8 @@ func (s *Set) JWKS() []JWK {
 	return out
 }
 
-func jwkOf(k *Key) JWK {
-	b64 := base64.RawURLEncoding.EncodeToString
-	j := JWK{Use: "sig", Algorithm: k.Algorithm, KeyID: k.ID}
-	switch pub := k.Public().(type) {
-	case *rsa.PublicKey:
-		j.KeyType, j.N, j.E = "RSA", b64(pub.N.Bytes()), b64(big.NewInt(int64(pub.E)).Bytes())
-	case *ecdsa.PublicKey:
-		x, y := make([]byte, 32), make([]byte, 32)
-		pub.X.FillBytes(x)
-		pub.Y.FillBytes(y)
-		j.KeyType, j.Curve, j.X, j.Y = "EC", "P-256", b64(x), b64(y)
-	case ed25519.PublicKey:
-		j.KeyType, j.Curve, j.X = "OKP", "Ed25519", b64(pub) // RFC 8037 2
-	}
-	return j
+// jwkOf is k's public JWK. go-jose writes EC coordinates at the curve's full size
+// (RFC 7518 6.2.1.2) and RSA's e without leading zeros.
+func jwkOf(k *Key) jose.JSONWebKey {
+	return jose.JSONWebKey{Key: k.Public(), KeyID: k.ID, Algorithm: k.Algorithm, Use: "sig"}
 }

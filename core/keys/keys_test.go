@@ -15,13 +15,21 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/palmgate/palmgate/internal/clocktest"
+	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 )
 
 var testNow = time.Date(2026, 11, 21, 20, 0, 0, 0, time.UTC)
 
-func fixedClock() time.Time { return testNow }
+// fixedClock shows testNow: no test here moves time.
+var fixedClock = clocktest.New(testNow).Now
+
+// testKeys makes the Sets of the tests generate their RSA keys from
+// internal/keystest's fixed set (a fresh 2048-bit key costs up to seconds on a
+// loaded machine); TestOpenGeneratesAndPersists checks real generation once.
+var testKeys = WithGenerator(keystest.Generator)
 
 // openStore opens a Badger store in dir, closed at the end of the test unless the
 // test closes it first.
@@ -37,7 +45,7 @@ func openStore(t *testing.T, dir string) storage.Store {
 
 func openSet(t *testing.T, store storage.Store) *Set {
 	t.Helper()
-	s, err := Open(context.Background(), store, fixedClock)
+	s, err := Open(context.Background(), store, fixedClock, testKeys)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -111,7 +119,10 @@ var algorithms = []struct {
 func TestOpenGeneratesAndPersists(t *testing.T) {
 	dir := t.TempDir()
 	store := openStore(t, dir)
-	first := openSet(t, store)
+	first, err := Open(context.Background(), store, fixedClock) // crypto/rand's keys
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
 	firstKIDs := map[string]string{}
 	for _, tc := range algorithms {
 		t.Run("fresh "+tc.alg, func(t *testing.T) {
@@ -196,7 +207,7 @@ func TestOpenRace(t *testing.T) {
 			for i := range sets {
 				wg.Go(func() {
 					<-start
-					sets[i], errs[i] = Open(context.Background(), store, fixedClock)
+					sets[i], errs[i] = Open(context.Background(), store, fixedClock, testKeys)
 				})
 			}
 			close(start)
@@ -216,10 +227,11 @@ func TestOpenRace(t *testing.T) {
 // their transactions overlap deterministically.
 type interleavingStore struct {
 	storage.Store
-	mu      sync.Mutex
-	waiting int
-	n       int
-	release chan struct{}
+	mu       sync.Mutex
+	waiting  int
+	n        int
+	release  chan struct{}
+	timedOut bool // an Update stopped waiting: the transactions did not all overlap
 }
 
 func (s *interleavingStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
@@ -241,24 +253,37 @@ func (s *interleavingStore) Update(ctx context.Context, fn func(storage.Txn) err
 		select {
 		case <-s.release:
 		case <-time.After(time.Minute): // generous: key generation is slow on a loaded machine
+			s.mu.Lock()
+			s.timedOut = true
+			s.mu.Unlock()
 		}
 		return nil
 	})
 }
 
+// overlapped reports whether the n Updates met at the barrier.
+func (s *interleavingStore) overlapped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n == 0 && !s.timedOut
+}
+
 // TestOpenRaceOverlapping makes the key creations of two first starts overlap in
 // time, which plain goroutines rarely do (key generation comes first and takes a
-// variable time): both transactions see no active key before either commits.
+// variable time): both transactions see no active key before either commits. The
+// store is occStore, whose Updates overlap as two instances' do: Badger's group
+// commit runs one process's Updates one after the other, so on it the barrier
+// never filled and each case waited out its minute, overlapping nothing.
 func TestOpenRaceOverlapping(t *testing.T) {
 	for _, tc := range algorithms {
 		t.Run(tc.alg, func(t *testing.T) {
-			store := openStore(t, t.TempDir())
+			store := newOCCStore()
 			// Give the other algorithm its key, so that only tc.alg is created.
 			other := ES256
 			if tc.alg == ES256 {
 				other = RS256
 			}
-			seed := &Set{store: store, now: fixedClock}
+			seed := &Set{store: store, now: fixedClock, generate: keystest.Generator}
 			if _, err := seed.create(context.Background(), other, false); err != nil {
 				t.Fatalf("creating %s key: %v", other, err)
 			}
@@ -267,13 +292,16 @@ func TestOpenRaceOverlapping(t *testing.T) {
 			errs := make([]error, 2)
 			var wg sync.WaitGroup
 			for i := range sets {
-				wg.Go(func() { sets[i], errs[i] = Open(context.Background(), racing, fixedClock) })
+				wg.Go(func() { sets[i], errs[i] = Open(context.Background(), racing, fixedClock, testKeys) })
 			}
 			wg.Wait()
 			for i, err := range errs {
 				if err != nil {
 					t.Fatalf("Open #%d: %v", i, err)
 				}
+			}
+			if !racing.overlapped() {
+				t.Fatal("the two key creations did not overlap: the test proves nothing")
 			}
 			assertAgree(t, store, sets)
 		})

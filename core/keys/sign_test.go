@@ -16,7 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/palmgate/palmgate/internal/keystest"
+	"github.com/palmgate/palmgate/storage"
 )
 
 // parse verifies token with pub, pinning alg, and returns its header.
@@ -301,8 +305,62 @@ func TestJWKCoordinatePadding(t *testing.T) {
 	if !pub.(*ecdsa.PublicKey).Equal(priv.Public()) {
 		t.Error("rebuilt key differs")
 	}
-	raw, _ := base64.RawURLEncoding.DecodeString(j.X)
+	raw, _ := base64.RawURLEncoding.DecodeString(m["x"])
 	if !bytes.HasPrefix(raw, []byte{0}) {
 		t.Errorf("x = %x, want its leading zero kept", raw)
+	}
+}
+
+// TestKeyIDIsThumbprint: a new key's kid is its RFC 7638 JWK thumbprint (SHA-256),
+// as a relying party computes it from the published JWK; a key stored under an
+// older kid keeps it.
+func TestKeyIDIsThumbprint(t *testing.T) {
+	// RFC 8037 A.3: the thumbprint of its example Ed25519 key.
+	x, _ := base64.RawURLEncoding.DecodeString("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo")
+	if kid, err := thumbprintID(ed25519.PublicKey(x)); err != nil || kid != "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k" {
+		t.Errorf("thumbprintID(RFC 8037 A.3 key) = %q, %v; want kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k", kid, err)
+	}
+
+	store := openStore(t, t.TempDir())
+	s := openSet(t, store)
+	raw, err := json.Marshal(map[string]any{"keys": s.JWKS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var published jose.JSONWebKeySet
+	if err := json.Unmarshal(raw, &published); err != nil {
+		t.Fatalf("JWKS %s: %v", raw, err)
+	}
+	if len(published.Keys) != len(Algorithms) {
+		t.Fatalf("JWKS has %d keys, want %d", len(published.Keys), len(Algorithms))
+	}
+	for _, j := range published.Keys {
+		sum, err := j.Thumbprint(crypto.SHA256)
+		if err != nil {
+			t.Fatalf("thumbprint of %s: %v", j.KeyID, err)
+		}
+		if want := base64.RawURLEncoding.EncodeToString(sum); j.KeyID != want {
+			t.Errorf("%s key's kid = %q, want its JWK thumbprint %q", j.Algorithm, j.KeyID, want)
+		}
+	}
+
+	// A record written by an earlier version, under its truncated-DER-hash kid.
+	old, err := newKey(keystest.Generator, ES256, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.ID, old.Active = "q5wD0x3dT1d2aVf4", false
+	rec, err := old.record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Update(context.Background(), func(txn storage.Txn) error { return txn.Set(keyKey(ES256, old.ID), rec, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if k := s.ByID(old.ID); k == nil || !k.Private.Public().(*ecdsa.PublicKey).Equal(old.Public()) {
+		t.Errorf("the key stored under an older kid is not found by it: %v", k)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/core/records"
+	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 )
@@ -59,7 +60,7 @@ func newFuzzProvider(f *testing.F) *fuzzProvider {
 	if p.palm, err = palm.NewService(palm.Config{Store: store, Issuer: fuzzIssuer, Dev: true}); err != nil {
 		f.Fatalf("palm.NewService: %v", err)
 	}
-	set, err := keys.Open(ctx, store, nil)
+	set, err := keys.Open(ctx, store, nil, keys.WithGenerator(keystest.Generator))
 	if err != nil {
 		f.Fatalf("keys.Open: %v", err)
 	}

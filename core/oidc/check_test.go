@@ -7,6 +7,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage/memstore"
 )
 
@@ -20,7 +21,7 @@ func TestNewServiceRefusesInvalidClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, err := keys.Open(ctx, store, nil)
+	ks, err := keys.Open(ctx, store, nil, keys.WithGenerator(keystest.Generator))
 	if err != nil {
 		t.Fatal(err)
 	}

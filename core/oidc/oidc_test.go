@@ -19,6 +19,7 @@ import (
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/internal/clocktest"
+	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 	"github.com/palmgate/palmgate/storage/memstore"
@@ -92,7 +93,7 @@ func newHarnessOn(t *testing.T, store storage.Store, secret string) *harness {
 	if h.palm, err = palm.NewService(palm.Config{Store: store, Now: h.clock.Now, Issuer: testIssuer, Dev: true}); err != nil {
 		t.Fatalf("palm.NewService: %v", err)
 	}
-	if h.keys, err = keys.Open(ctx, store, h.clock.Now); err != nil {
+	if h.keys, err = keys.Open(ctx, store, h.clock.Now, keys.WithGenerator(keystest.Generator)); err != nil {
 		t.Fatalf("keys.Open: %v", err)
 	}
 	h.svc, err = NewService(ctx, Config{

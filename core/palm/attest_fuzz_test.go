@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/palmgate/palmgate/internal/clocktest"
 )
 
 // The fuzz target of the palm assertion, the outside input of POST
@@ -55,7 +57,7 @@ func FuzzVerifyAssertion(f *testing.F) {
 	v, err := NewVerifier(fuzzAudience, []Attestor{
 		{Name: fuzzEdName, Key: edKey.Public()},
 		{Name: fuzzP256Name, Key: p256Key.Public()},
-	}, func() time.Time { return fuzzNow })
+	}, clocktest.New(fuzzNow).Now)
 	if err != nil {
 		f.Fatalf("NewVerifier: %v", err)
 	}

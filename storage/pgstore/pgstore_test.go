@@ -66,6 +66,10 @@ func TestConformance(t *testing.T) {
 		dsn := pgtest.DSN(t)
 		storagetest.RunReopen(t, func(t *testing.T) storage.Store { return openT(t, config(t, dsn)) })
 	})
+	storagetest.RunInstances(t, func(t *testing.T) (storage.Store, storage.Store) {
+		dsn := pgtest.DSN(t)
+		return openT(t, config(t, dsn)), openT(t, config(t, dsn))
+	})
 }
 
 func TestPrefixEnd(t *testing.T) {

@@ -1,6 +1,9 @@
 // Package storagetest is a conformance suite for storage.Store implementations. Every
 // backend's tests call Run, and RunDurable (a backend kept in a directory) or RunReopen,
-// so that all backends honour the same contract the domain packages rely on.
+// so that all backends honour the same contract the domain packages rely on; a backend
+// that several instances share also calls RunInstances. Each behaviour is a named
+// subtest (records.go, iterate.go, transactions.go; dex's storage/conformance is the
+// model), so a failing backend names what broke.
 package storagetest
 
 import (
@@ -8,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,8 +23,37 @@ var errBoom = errors.New("storagetest: boom")
 // kv is one key/value pair seen by Iterate.
 type kv struct{ k, v string }
 
-// Run runs the conformance suite. newStore must return a fresh, empty store each time
-// it is called; the suite closes every store it opens.
+// subTest is one behaviour of the suite, run on a fresh store.
+type subTest struct {
+	name string
+	run  func(t *testing.T, s storage.Store)
+}
+
+// conformanceTests are the behaviours of one transaction at a time; see
+// transactionTests for concurrent ones.
+var conformanceTests = []subTest{
+	{"GetMissing", testGetMissing},
+	{"SetGet", testSetGet},
+	{"Overwrite", testOverwrite},
+	{"Delete", testDelete},
+	{"ValuesOwnedByCaller", testValuesOwnedByCaller},
+	{"IterateOrderAndPrefix", testIterateOrderAndPrefix},
+	{"IterateEarlyStop", testIterateEarlyStop},
+	{"IterateKeys", testIterateKeys},
+	{"IterateError", testIterateError},
+	{"ReadYourWrites", testReadYourWrites},
+	{"TTL", testTTL},
+	{"UpdateErrorCommitsNothing", testUpdateErrorCommitsNothing},
+	{"ViewIsReadOnly", testViewIsReadOnly},
+	{"Prefetch", testPrefetch},
+	{"ReadKey", testReadKey},
+	{"RepeatedWrites", testRepeatedWrites},
+}
+
+// Run runs the conformance suite, one named subtest per behaviour, each on a fresh
+// store, then the transaction suite (concurrent Updates on one store). newStore must
+// return a fresh, empty store each time it is called; the suite closes every store
+// it opens.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	open := func(t *testing.T) storage.Store {
 		t.Helper()
@@ -34,414 +65,13 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		})
 		return s
 	}
-
-	t.Run("GetMissing", func(t *testing.T) {
-		s := open(t)
-		if v, err := get(t, s, "missing"); !errors.Is(err, storage.ErrNotFound) {
-			t.Fatalf("Get(missing) = %q, %v; want storage.ErrNotFound", v, err)
+	for _, tc := range conformanceTests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
+	}
+	t.Run("Transactions", func(t *testing.T) {
+		for _, tc := range transactionTests {
+			t.Run(tc.name, func(t *testing.T) { tc.run(t, open(t)) })
 		}
-	})
-
-	t.Run("SetGet", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "k", "v1", 0)
-		set(t, s, "empty", "", 0)
-		wantValue(t, s, "k", "v1")
-		wantValue(t, s, "empty", "")
-	})
-
-	t.Run("Overwrite", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "k", "v1", 0)
-		set(t, s, "k", "second", 0)
-		wantValue(t, s, "k", "second")
-	})
-
-	t.Run("Delete", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "k", "v", 0)
-		set(t, s, "other", "o", 0)
-		update(t, s, func(tx storage.Txn) error { return tx.Delete([]byte("k")) })
-		wantMissing(t, s, "k")
-		wantValue(t, s, "other", "o")
-		update(t, s, func(tx storage.Txn) error { return tx.Delete([]byte("never-set")) })
-		wantMissing(t, s, "never-set")
-	})
-
-	t.Run("ValuesOwnedByCaller", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "p/a", "alpha", 0)
-		set(t, s, "p/b", "bravo", 0)
-		var got []byte
-		var seen [][]byte
-		view(t, s, func(tx storage.Txn) error {
-			var err error
-			if got, err = tx.Get([]byte("p/a")); err != nil {
-				return err
-			}
-			return tx.Iterate([]byte("p/"), func(k, v []byte) (bool, error) {
-				seen = append(seen, k, v)
-				return true, nil
-			})
-		})
-		// Churn the store so that any buffer the backend lent out would be reused.
-		for i := range 50 {
-			set(t, s, fmt.Sprintf("q/%02d", i), "zzzzzzzzzzzzzzzz", 0)
-		}
-		want := []string{"p/a", "alpha", "p/b", "bravo"}
-		if string(got) != "alpha" {
-			t.Errorf("value from Get changed after the transaction: %q, want %q", got, "alpha")
-		}
-		if len(seen) != len(want) {
-			t.Fatalf("Iterate yielded %d keys and values, want %d", len(seen), len(want))
-		}
-		for i := range want {
-			if string(seen[i]) != want[i] {
-				t.Errorf("Iterate slice %d changed after the transaction: %q, want %q", i, seen[i], want[i])
-			}
-		}
-		// Mutating returned slices must not reach the store.
-		got[0], seen[2][0], seen[3][0] = 'X', 'X', 'X'
-		wantValue(t, s, "p/a", "alpha")
-		wantKVs(t, "Iterate after mutating returned slices", collect(t, s, "p/"),
-			[]kv{{"p/a", "alpha"}, {"p/b", "bravo"}})
-	})
-
-	t.Run("IterateOrderAndPrefix", func(t *testing.T) {
-		s := open(t)
-		for _, k := range []string{"p/b", "q/a", "p/\xff", "p", "p/ab", "o/z", "p/\x00", "p/a"} {
-			set(t, s, k, "v"+k, 0)
-		}
-		got := collect(t, s, "p/")
-		want := []kv{{"p/\x00", "vp/\x00"}, {"p/a", "vp/a"}, {"p/ab", "vp/ab"}, {"p/b", "vp/b"}, {"p/\xff", "vp/\xff"}}
-		wantKVs(t, "Iterate(p/)", got, want)
-		all := collect(t, s, "")
-		wantAll := []kv{{"o/z", "vo/z"}, {"p", "vp"}}
-		wantAll = append(wantAll, want...)
-		wantAll = append(wantAll, kv{"q/a", "vq/a"})
-		wantKVs(t, "Iterate(empty prefix)", all, wantAll)
-		wantKVs(t, "Iterate(none/)", collect(t, s, "none/"), nil)
-	})
-
-	t.Run("IterateEarlyStop", func(t *testing.T) {
-		s := open(t)
-		for _, k := range []string{"p/1", "p/2", "p/3", "p/4"} {
-			set(t, s, k, "v", 0)
-		}
-		var keys []string
-		view(t, s, func(tx storage.Txn) error {
-			return tx.Iterate([]byte("p/"), func(k, _ []byte) (bool, error) {
-				keys = append(keys, string(k))
-				return len(keys) < 2, nil
-			})
-		})
-		if fmt.Sprint(keys) != fmt.Sprint([]string{"p/1", "p/2"}) {
-			t.Errorf("Iterate visited %q after fn returned false at the 2nd key, want [p/1 p/2]", keys)
-		}
-	})
-
-	t.Run("IterateKeys", func(t *testing.T) {
-		s := open(t)
-		for _, k := range []string{"p/b", "q/a", "p/a", "p", "p/c"} {
-			set(t, s, k, "v"+k, 0)
-		}
-		keysOf := func(tx storage.Txn, prefix string, stopAfter int) ([]string, error) {
-			var keys []string
-			err := tx.IterateKeys([]byte(prefix), func(k []byte) (bool, error) {
-				keys = append(keys, string(k))
-				return stopAfter == 0 || len(keys) < stopAfter, nil
-			})
-			return keys, err
-		}
-		view(t, s, func(tx storage.Txn) error {
-			for _, c := range []struct {
-				prefix string
-				stop   int
-				want   []string
-			}{
-				{"p/", 0, []string{"p/a", "p/b", "p/c"}},
-				{"", 0, []string{"p", "p/a", "p/b", "p/c", "q/a"}},
-				{"p/", 2, []string{"p/a", "p/b"}},
-				{"none/", 0, nil},
-			} {
-				got, err := keysOf(tx, c.prefix, c.stop)
-				if err != nil {
-					return err
-				}
-				if fmt.Sprint(got) != fmt.Sprint(c.want) {
-					t.Errorf("IterateKeys(%q) stopping after %d = %q, want %q", c.prefix, c.stop, got, c.want)
-				}
-			}
-			return nil
-		})
-		var inside []string
-		update(t, s, func(tx storage.Txn) error {
-			if err := tx.Set([]byte("p/d"), []byte("new"), 0); err != nil {
-				return err
-			}
-			if err := tx.Delete([]byte("p/a")); err != nil {
-				return err
-			}
-			var err error
-			inside, err = keysOf(tx, "p/", 0)
-			return err
-		})
-		if want := []string{"p/b", "p/c", "p/d"}; fmt.Sprint(inside) != fmt.Sprint(want) {
-			t.Errorf("IterateKeys inside Update = %q, want its own writes: %q", inside, want)
-		}
-		err := s.View(t.Context(), func(tx storage.Txn) error {
-			return tx.IterateKeys([]byte("p/"), func([]byte) (bool, error) { return true, errBoom })
-		})
-		if !errors.Is(err, errBoom) {
-			t.Errorf("View returned %v, want the error returned by the IterateKeys callback", err)
-		}
-	})
-
-	t.Run("IterateError", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "p/1", "v", 0)
-		set(t, s, "p/2", "v", 0)
-		calls := 0
-		err := s.View(t.Context(), func(tx storage.Txn) error {
-			return tx.Iterate([]byte("p/"), func(_, _ []byte) (bool, error) {
-				calls++
-				return true, errBoom
-			})
-		})
-		if !errors.Is(err, errBoom) {
-			t.Errorf("View returned %v, want the error returned by the Iterate callback", err)
-		}
-		if calls != 1 {
-			t.Errorf("Iterate called fn %d times after it returned an error, want 1", calls)
-		}
-	})
-
-	t.Run("ReadYourWrites", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "p/a", "old-a", 0)
-		set(t, s, "p/b", "old-b", 0)
-		var got []kv
-		update(t, s, func(tx storage.Txn) error {
-			got = nil // fn may run more than once
-			if err := tx.Set([]byte("p/c"), []byte("new-c"), 0); err != nil {
-				return err
-			}
-			if err := tx.Set([]byte("p/b"), []byte("new-b"), 0); err != nil {
-				return err
-			}
-			if err := tx.Delete([]byte("p/a")); err != nil {
-				return err
-			}
-			if v, err := tx.Get([]byte("p/c")); err != nil || string(v) != "new-c" {
-				return fmt.Errorf("Get of own write = %q, %v; want new-c", v, err)
-			}
-			if _, err := tx.Get([]byte("p/a")); !errors.Is(err, storage.ErrNotFound) {
-				return fmt.Errorf("Get of own delete = %v; want ErrNotFound", err)
-			}
-			return tx.Iterate([]byte("p/"), func(k, v []byte) (bool, error) {
-				got = append(got, kv{string(k), string(v)})
-				return true, nil
-			})
-		})
-		wantKVs(t, "Iterate inside Update", got, []kv{{"p/b", "new-b"}, {"p/c", "new-c"}})
-		wantKVs(t, "Iterate after commit", collect(t, s, "p/"), []kv{{"p/b", "new-b"}, {"p/c", "new-c"}})
-	})
-
-	t.Run("TTL", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "p/short", "gone soon", time.Second)
-		set(t, s, "p/forever", "stays", 0)
-		wantValue(t, s, "p/short", "gone soon")
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			_, err := get(t, s, "p/short")
-			if errors.Is(err, storage.ErrNotFound) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("Get(p/short): %v", err)
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("record with a 1s ttl still readable after 3s")
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		wantKVs(t, "Iterate after expiry", collect(t, s, "p/"), []kv{{"p/forever", "stays"}})
-		wantValue(t, s, "p/forever", "stays")
-	})
-
-	t.Run("UpdateErrorCommitsNothing", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "kept", "orig", 0)
-		err := s.Update(t.Context(), func(tx storage.Txn) error {
-			if err := tx.Set([]byte("new"), []byte("v"), 0); err != nil {
-				return err
-			}
-			if err := tx.Set([]byte("kept"), []byte("changed"), 0); err != nil {
-				return err
-			}
-			return errBoom
-		})
-		if !errors.Is(err, errBoom) {
-			t.Errorf("Update returned %v, want fn's error", err)
-		}
-		wantMissing(t, s, "new")
-		wantValue(t, s, "kept", "orig")
-	})
-
-	t.Run("ViewIsReadOnly", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "k", "v", 0)
-		var setErr, delErr error
-		if err := s.View(t.Context(), func(tx storage.Txn) error {
-			setErr = tx.Set([]byte("new"), []byte("v"), 0)
-			delErr = tx.Delete([]byte("k"))
-			return nil
-		}); err != nil {
-			t.Errorf("View whose fn returned nil: %v", err)
-		}
-		if setErr == nil {
-			t.Error("Set inside View returned nil, want an error")
-		}
-		if delErr == nil {
-			t.Error("Delete inside View returned nil, want an error")
-		}
-		wantMissing(t, s, "new")
-		wantValue(t, s, "k", "v")
-	})
-
-	t.Run("Prefetch", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "f/a", "a", 0)
-		set(t, s, "f/b", "b", 0)
-		update(t, s, func(tx storage.Txn) error {
-			if err := tx.Set([]byte("f/c"), []byte("c"), 0); err != nil {
-				return err
-			}
-			if err := storage.Prefetch(tx, []byte("f/a"), []byte("f/b"), []byte("f/c"), []byte("f/new"), []byte("f/a")); err != nil {
-				return err
-			}
-			if err := tx.Delete([]byte("f/b")); err != nil {
-				return err
-			}
-			if err := tx.Set([]byte("f/new"), []byte("new"), 0); err != nil {
-				return err
-			}
-			for key, want := range map[string]string{"f/a": "a", "f/c": "c", "f/new": "new", "f/b": ""} {
-				v, err := tx.Get([]byte(key))
-				switch {
-				case want == "" && !errors.Is(err, storage.ErrNotFound):
-					t.Errorf("Get(%s) after Prefetch and Delete = %q, %v; want storage.ErrNotFound", key, v, err)
-				case want != "" && (err != nil || string(v) != want):
-					t.Errorf("Get(%s) after Prefetch = %q, %v; want %q", key, v, err, want)
-				}
-			}
-			v, err := tx.Get([]byte("f/a"))
-			if err != nil {
-				return err
-			}
-			v[0] = 'X' // the caller's to change
-			if v, err := tx.Get([]byte("f/a")); err != nil || string(v) != "a" {
-				t.Errorf("Get(f/a) after changing a returned value = %q, %v; want %q", v, err, "a")
-			}
-			return nil
-		})
-		wantKVs(t, "Iterate after the Update", collect(t, s, "f/"), []kv{{"f/a", "a"}, {"f/c", "c"}, {"f/new", "new"}})
-		view(t, s, func(tx storage.Txn) error {
-			if err := storage.Prefetch(tx, []byte("f/a"), []byte("f/b")); err != nil {
-				return err
-			}
-			if v, err := tx.Get([]byte("f/a")); err != nil || string(v) != "a" {
-				t.Errorf("Get(f/a) after Prefetch in View = %q, %v; want %q", v, err, "a")
-			}
-			if _, err := tx.Get([]byte("f/b")); !errors.Is(err, storage.ErrNotFound) {
-				t.Errorf("Get(f/b) after Prefetch in View = %v; want storage.ErrNotFound", err)
-			}
-			return nil
-		})
-	})
-
-	t.Run("ReadKey", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "rk/a", "a", 0)
-		set(t, s, "rk/empty", "", 0)
-		set(t, s, "rk/short", "gone soon", time.Millisecond)
-		for key, want := range map[string]string{"rk/a": "a", "rk/empty": ""} {
-			if v, err := storage.ReadKey(t.Context(), s, []byte(key)); err != nil || string(v) != want || v == nil {
-				t.Errorf("ReadKey(%s) = %q (nil: %v), %v; want %q", key, v, v == nil, err, want)
-			}
-		}
-		if v, err := storage.ReadKey(t.Context(), s, []byte("rk/missing")); !errors.Is(err, storage.ErrNotFound) {
-			t.Errorf("ReadKey(rk/missing) = %q, %v; want storage.ErrNotFound", v, err)
-		}
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			_, err := storage.ReadKey(t.Context(), s, []byte("rk/short"))
-			if errors.Is(err, storage.ErrNotFound) {
-				break
-			}
-			if err != nil || time.Now().After(deadline) {
-				t.Fatalf("ReadKey of a record with a 1ms ttl after %v: %v", 3*time.Second, err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-
-	t.Run("RepeatedWrites", func(t *testing.T) {
-		s := open(t)
-		set(t, s, "w/deleted", "old", 0)
-		set(t, s, "w/recreated", "old", 0)
-		update(t, s, func(tx storage.Txn) error {
-			for _, w := range []struct {
-				key, value string
-				ttl        time.Duration
-				del        bool
-			}{
-				{key: "w/k", value: "1"},
-				{key: "w/k", value: "2", ttl: time.Millisecond},
-				{key: "w/k", value: "3"}, // the last ttl counts: none
-				{key: "w/deleted", value: "new"},
-				{key: "w/deleted", del: true},
-				{key: "w/recreated", del: true},
-				{key: "w/recreated", value: "again"},
-			} {
-				var err error
-				if w.del {
-					err = tx.Delete([]byte(w.key))
-				} else {
-					err = tx.Set([]byte(w.key), []byte(w.value), w.ttl)
-				}
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		time.Sleep(20 * time.Millisecond) // past the ttl the last Set replaced
-		wantKVs(t, "Iterate after repeated writes", collect(t, s, "w/"), []kv{{"w/k", "3"}, {"w/recreated", "again"}})
-	})
-
-	t.Run("AtomicIncrement", func(t *testing.T) {
-		s := open(t)
-		const workers, perWorker = 32, 20
-		var wg sync.WaitGroup
-		errs := make(chan error, workers)
-		for range workers {
-			wg.Go(func() {
-				for range perWorker {
-					if err := s.Update(t.Context(), increment); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Errorf("Update(increment): %v", err)
-		}
-		wantValue(t, s, "counter", strconv.Itoa(workers*perWorker))
 	})
 }
 
