@@ -49,6 +49,12 @@ type wireChallenge struct {
 // present with the right types, a bounded printable deviceId, an Ed25519 key as
 // base64 DER SPKI and a 64-byte base64 signature.
 func ParseChallenge(body []byte) (*Challenge, error) {
+	return parseChallenge(body, CheckPublicKey)
+}
+
+// parseChallenge is ParseChallenge with checkKey as the key check
+// (CheckPublicKey, or a Service's memory of the keys it accepted).
+func parseChallenge(body []byte, checkKey func(ed25519.PublicKey) error) (*Challenge, error) {
 	// encoding/json silently replaces invalid UTF-8 in strings with U+FFFD, which
 	// would register (or verify) a deviceId or message other than the one sent.
 	if !utf8.Valid(body) {
@@ -88,7 +94,7 @@ func ParseChallenge(body []byte) (*Challenge, error) {
 	if *w.Message == "" || len(*w.Message) > MaxMessageLen || !utf8.ValidString(*w.Message) {
 		return nil, invalid(CodeInvalidField, "message", "message must be 1 to %d bytes of UTF-8", MaxMessageLen)
 	}
-	key, err := ParsePublicKey(*w.PublicKey)
+	key, err := parsePublicKey(*w.PublicKey, checkKey)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +122,10 @@ func notPrintable(r rune) bool { return !unicode.IsPrint(r) }
 // standard or URL-safe base64, padded or not, and refuses a key that is not a
 // canonically encoded point of large order (see CheckPublicKey).
 func ParsePublicKey(s string) (ed25519.PublicKey, error) {
+	return parsePublicKey(s, CheckPublicKey)
+}
+
+func parsePublicKey(s string, checkKey func(ed25519.PublicKey) error) (ed25519.PublicKey, error) {
 	der, err := decodeBase64(s)
 	if err != nil {
 		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not base64")
@@ -128,7 +138,7 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	if !ok {
 		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey must be an Ed25519 key")
 	}
-	if err := CheckPublicKey(edKey); err != nil {
+	if err := checkKey(edKey); err != nil {
 		return nil, err
 	}
 	return edKey, nil
@@ -196,7 +206,12 @@ func decodeBase64(s string) ([]byte, error) {
 // never verifies anything; ParseChallenge has already refused it with
 // invalid_public_key, so this only guards a Challenge built by other means.
 func (c *Challenge) Verify() bool {
-	if CheckPublicKey(c.PublicKey) != nil {
+	return c.verify(CheckPublicKey)
+}
+
+// verify is Verify with checkKey as the key check.
+func (c *Challenge) verify(checkKey func(ed25519.PublicKey) error) bool {
+	if checkKey(c.PublicKey) != nil {
 		return false
 	}
 	return ed25519.Verify(c.PublicKey, []byte(c.Message), c.Signature)
