@@ -3,6 +3,8 @@ package jsonobject
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -109,5 +111,74 @@ func TestDecodeNeedsStructPointer(t *testing.T) {
 	var b body
 	if err := Decode([]byte(`{}`), b); err == nil {
 		t.Error("Decode into a struct value accepted")
+	}
+}
+
+// FuzzDecodeWalksAsTheDecoder: the in-place walk of a well-formed body decodes
+// what encoding/json's Decoder path decodes, and refuses what it refuses with
+// the same kind of error.
+func FuzzDecodeWalksAsTheDecoder(f *testing.F) {
+	for _, s := range []string{
+		`{"deviceId":"a","timestamp":5,"nonce":"n","Plain":"p"}`, ` { } `, `{"DEVICEID":"b","deviceId":"a"}`,
+		`{"x":1,"y":{"deviceId":"z","q":[1,"]}",{"a":"\"}"}]},"nonce":"n"}`, `{"device\u0049d":"a"}`, `{"deviceId":null}`,
+		`{"deviceId":"a","deviceId":"b"}`, `{"nonce":"n","non\u0063e":"m"}`, `{"timestamp":"a","x":1,"x":2}`,
+		`{"timestamp":"5"}`, `{"deviceId":{}}`, `[{"nonce":"n"}]`, `null`, `"x"`, "{\"a\xff\":1,\"a\xfe\":2}",
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"a":18}`,
+		"{\"timestamp\":-1.5e3}", "{\"timestamp\" : 7 ,\n\"nonce\"\t:\"\\u00e9\" }",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return // both paths are the Decoder's
+		}
+		var fast, slow body
+		errFast := Decode(data, &fast)
+		errSlow := decodeStream(data, reflect.ValueOf(&slow).Elem(), fieldsOf(reflect.TypeFor[body]()))
+		if (errFast == nil) != (errSlow == nil) {
+			t.Fatalf("%q: walk %v, decoder %v", data, errFast, errSlow)
+		}
+		if errFast != nil {
+			if kind(errFast) != kind(errSlow) {
+				t.Fatalf("%q: walk %v, decoder %v", data, errFast, errSlow)
+			}
+			return
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: walk %+v, decoder %+v", data, fast, slow)
+		}
+	})
+}
+
+// kind is what a caller tells apart in an error of Decode: a duplicate key (by
+// name), a field's wrong type (by field), or any other refusal of the body.
+func kind(err error) string {
+	var dup *DuplicateError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &dup):
+		return "duplicate " + dup.Name
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return "type " + typeErr.Field
+	}
+	return "refused"
+}
+
+func BenchmarkDecode(b *testing.B) {
+	data := []byte(`{"deviceId":"bench-agent-000123","publicKey":"MCowBQYDK2VwAyEAqNiNpYHXELSrmAVyyRWasQna/chWjsvShyzKJ8gNSHU=",` +
+		`"message":"hello from an agent at 1795653972374","signature":"` + strings.Repeat("A", 86) + `==","timestamp":1795653972374}`)
+	type challenge struct {
+		DeviceID  *string `json:"deviceId"`
+		PublicKey *string `json:"publicKey"`
+		Message   *string `json:"message"`
+		Signature *string `json:"signature"`
+		Timestamp *int64  `json:"timestamp"`
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var c challenge
+		if err := Decode(data, &c); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
