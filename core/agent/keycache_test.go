@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"strconv"
@@ -109,5 +111,56 @@ func TestValidKeysBounded(t *testing.T) {
 	// A wrong length is refused, whatever the memory.
 	if v.check(key[:31]) == nil {
 		t.Error("a 31-byte key passed")
+	}
+}
+
+// TestParseSPKIAsX509: the in-place read of an Ed25519 SPKI answers what
+// crypto/x509 answers, for honest keys and for every one-byte change of one
+// (which x509 refuses or reads as another key, never silently as this one).
+func TestParseSPKIAsX509(t *testing.T) {
+	for i := range 32 {
+		a := newTestAgent(t, "d", "spki-"+strconv.Itoa(i))
+		der, err := x509.MarshalPKIXPublicKey(a.pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(der, ed25519SPKIPrefix) || len(der) != 44 {
+			t.Fatalf("x509 encodes an Ed25519 SPKI as %x", der)
+		}
+		got, err := parseSPKI(der)
+		if err != nil || !bytes.Equal(got, a.pub) {
+			t.Fatalf("parseSPKI = %x, %v; want %x", got, err, a.pub)
+		}
+		for j := range len(ed25519SPKIPrefix) {
+			bad := bytes.Clone(der)
+			bad[j] ^= 0x01
+			got, err := parseSPKI(bad)
+			want, werr := x509.ParsePKIXPublicKey(bad)
+			wantKey, isEd := want.(ed25519.PublicKey)
+			if (err == nil) != (werr == nil && isEd) || (err == nil && !bytes.Equal(got, wantKey)) {
+				t.Errorf("byte %d changed: parseSPKI = %x, %v; x509 = %v, %v", j, got, err, want, werr)
+			}
+		}
+	}
+	if _, err := parseSPKI(append(bytes.Clone(ed25519SPKIPrefix), make([]byte, 33)...)); err == nil {
+		t.Error("a 33-byte key after the prefix accepted")
+	}
+}
+
+// TestKnownKeyParsesCheaply: parsing a remembered key costs its base64 decoding
+// and nothing more (no crypto/x509 parse, no point decompression).
+func TestKnownKeyParsesCheaply(t *testing.T) {
+	h := newHarness(t)
+	a := newTestAgent(t, "cheap", "cheap-key")
+	spki := EncodePublicKey(a.pub)
+	if _, err := parsePublicKey(spki, h.reg.validKeys.check); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := parsePublicKey(spki, h.reg.validKeys.check); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 1 {
+		t.Errorf("parsing a remembered key allocates %.0f times, want at most 1 (the base64 decoding)", n)
 	}
 }
