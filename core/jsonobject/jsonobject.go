@@ -11,12 +11,14 @@ package jsonobject
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -114,7 +116,7 @@ func decodeStream(data []byte, rv reflect.Value, fields map[string]int) error {
 // decodeValues decodes each matched value into its field.
 func decodeValues(rv reflect.Value, values []value) error {
 	for _, val := range values {
-		if setPlainString(rv.Field(val.field), val.raw) {
+		if setPlainString(rv.Field(val.field), val.raw) || setPlainInt(rv.Field(val.field), val.raw) {
 			continue
 		}
 		if err := json.Unmarshal(val.raw, rv.Field(val.field).Addr().Interface()); err != nil {
@@ -135,6 +137,9 @@ func setPlainString(f reflect.Value, raw []byte) bool {
 	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
 		return false
 	}
+	if !plainType(f.Type()) {
+		return false
+	}
 	s := string(raw[1 : len(raw)-1])
 	switch {
 	case f.Kind() == reflect.String:
@@ -145,6 +150,51 @@ func setPlainString(f reflect.Value, raw []byte) bool {
 		f.Set(p)
 	default:
 		return false
+	}
+	return true
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// plainType reports whether json.Unmarshal decodes into a field of type t (or
+// into what t points to) by its kind alone, with no method of its own.
+func plainType(t reflect.Type) bool {
+	for {
+		p := reflect.PointerTo(t)
+		if t.Implements(jsonUnmarshaler) || p.Implements(jsonUnmarshaler) || t.Implements(textUnmarshaler) || p.Implements(textUnmarshaler) {
+			return false
+		}
+		if t.Kind() != reflect.Pointer {
+			return true
+		}
+		t = t.Elem()
+	}
+}
+
+// setPlainInt sets an int64 or *int64 field to raw when raw is an integer
+// without fraction or exponent that fits, as json.Unmarshal would, and reports
+// whether it did.
+func setPlainInt(f reflect.Value, raw []byte) bool {
+	t := f.Type()
+	if f.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Int64 || !plainType(f.Type()) || bytes.ContainsAny(raw, ".eE") {
+		return false
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return false // not a number, or out of range: json.Unmarshal says which
+	}
+	if f.Kind() == reflect.Pointer {
+		p := reflect.New(t)
+		p.Elem().SetInt(n)
+		f.Set(p)
+	} else {
+		f.SetInt(n)
 	}
 	return true
 }

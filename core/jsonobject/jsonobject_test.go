@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -180,5 +181,52 @@ func BenchmarkDecode(b *testing.B) {
 		if err := Decode(data, &c); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// upper is a string type with its own JSON decoding.
+type upper string
+
+func (u *upper) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*u = upper(strings.ToUpper(s))
+	return nil
+}
+
+// tenfold is an int64 type with its own text decoding.
+type tenfold int64
+
+func (n *tenfold) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	*n = tenfold(10 * v)
+	return err
+}
+
+// TestDecodeKeepsUnmarshalers: a field whose type decodes itself is decoded by
+// its own method, also when its value is a plain string or integer.
+func TestDecodeKeepsUnmarshalers(t *testing.T) {
+	var v struct {
+		A upper    `json:"a"`
+		B *upper   `json:"b"`
+		C tenfold  `json:"c"`
+		D *tenfold `json:"d"`
+		E int64    `json:"e"`
+		F *int64   `json:"f"`
+	}
+	if err := Decode([]byte(`{"a":"x","b":"y","c":"3","d":"4","e":5,"f":-6}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.A != "X" || v.B == nil || *v.B != "Y" || v.C != 30 || v.D == nil || *v.D != 40 || v.E != 5 || v.F == nil || *v.F != -6 {
+		t.Errorf("Decode = %+v", v)
+	}
+	var big struct {
+		N int64 `json:"n"`
+	}
+	var typeErr *json.UnmarshalTypeError
+	if err := Decode([]byte(`{"n":9223372036854775808}`), &big); !errors.As(err, &typeErr) || typeErr.Field != "n" {
+		t.Errorf("an int64 out of range: %v, want an UnmarshalTypeError of n", err)
 	}
 }
