@@ -240,40 +240,44 @@ func scanValid(data []byte, fields map[string]int) ([]value, error) {
 	if data[i] != '{' {
 		return nil, ErrNotObject
 	}
-	var values []value
-	var seen []string // a few keys: a linear search beats a map
+	values := make([]value, 0, len(fields))
+	var seenBuf [16][]byte
+	seen := seenBuf[:0] // a few keys: a linear search beats a map
 	var seenSet map[string]struct{}
 	i = skipSpace(data, i+1)
 	for data[i] != '}' {
 		end := stringEnd(data, i)
-		rawKey := data[i+1 : end-1]
-		var name string
-		if bytes.IndexByte(rawKey, '\\') < 0 && utf8.Valid(rawKey) {
-			name = string(rawKey)
-		} else if err := json.Unmarshal(data[i:end], &name); err != nil {
-			return nil, err
+		// The key's name: its raw bytes when there is nothing to unescape or
+		// replace (no copy), else what encoding/json makes of it.
+		name := data[i+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+			var unescaped string
+			if err := json.Unmarshal(data[i:end], &unescaped); err != nil {
+				return nil, err
+			}
+			name = []byte(unescaped)
 		}
-		if seenSet == nil && len(seen) < 16 {
-			if slices.Contains(seen, name) {
-				return nil, &DuplicateError{Name: name}
+		if seenSet == nil && len(seen) < len(seenBuf) {
+			if slices.ContainsFunc(seen, func(k []byte) bool { return bytes.Equal(k, name) }) {
+				return nil, &DuplicateError{Name: string(name)}
 			}
 			seen = append(seen, name)
 		} else {
 			if seenSet == nil {
 				seenSet = make(map[string]struct{}, 2*len(seen))
 				for _, k := range seen {
-					seenSet[k] = struct{}{}
+					seenSet[string(k)] = struct{}{}
 				}
 			}
-			if _, dup := seenSet[name]; dup {
-				return nil, &DuplicateError{Name: name}
+			if _, dup := seenSet[string(name)]; dup {
+				return nil, &DuplicateError{Name: string(name)}
 			}
-			seenSet[name] = struct{}{}
+			seenSet[string(name)] = struct{}{}
 		}
 		i = skipSpace(data, end) // at the colon
 		i = skipSpace(data, i+1) // at the value
 		j := valueEnd(data, i)
-		if f, ok := fields[name]; ok {
+		if f, ok := fields[string(name)]; ok {
 			values = append(values, value{f, data[i:j]})
 		}
 		i = skipSpace(data, j)
