@@ -230,3 +230,25 @@ func TestDecodeKeepsUnmarshalers(t *testing.T) {
 		t.Errorf("an int64 out of range: %v, want an UnmarshalTypeError of n", err)
 	}
 }
+
+// TestDecodeAllocations: a well-formed five-field challenge costs its values
+// (a string and a pointer for each of four strings, a pointer for the integer)
+// and the list of matched keys: no token, key string or reflection boxing each.
+func TestDecodeAllocations(t *testing.T) {
+	data := []byte(`{"deviceId":"agent-1","publicKey":"MCowBQYDK2VwAyEAqNiNpYHXELSrmAVyyRWasQna/chWjsvShyzKJ8gNSHU=",` +
+		`"message":"hello","signature":"c2ln","timestamp":1795653972374}`)
+	var c struct {
+		DeviceID  *string `json:"deviceId"`
+		PublicKey *string `json:"publicKey"`
+		Message   *string `json:"message"`
+		Signature *string `json:"signature"`
+		Timestamp *int64  `json:"timestamp"`
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := Decode(data, &c); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 11 {
+		t.Errorf("Decode allocates %.0f times, want at most 11", n)
+	}
+}
