@@ -344,7 +344,7 @@ func (a *App) Validate() error {
 			return fmt.Errorf("%s per_network: must be at least 1, or -1 (off), got %d", c.name, c.perNetwork)
 		case c.perNetwork > 0 && c.total < 0:
 			return fmt.Errorf("%s per_network: needs the global cap, which is off", c.name)
-		case c.perNetwork > c.total:
+		case c.total > 0 && c.perNetwork > c.total:
 			return fmt.Errorf("%s per_network: %d is more than the global cap of %d", c.name, c.perNetwork, c.total)
 		}
 	}

@@ -197,6 +197,16 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+	// `max_pending_logins off` leaves per_network unset (0): a cap that is off
+	// has no network share to exceed.
+	t.Run("global caps off, per_network unset", func(t *testing.T) {
+		a := &App{Issuer: "https://id.example.com", PalmAttestors: []PalmAttestor{{Name: "engine", PublicKey: "k"}},
+			MaxPendingLogins: -1, MaxPendingRegistrations: -1}
+		a.setDefaults()
+		if err := a.Validate(); err != nil {
+			t.Fatalf("caps off refused: %v", err)
+		}
+	})
 	t.Run("http on loopback and in dev", func(t *testing.T) {
 		for _, issuer := range []string{"http://127.0.0.1:8080", "http://localhost:8080"} {
 			a := valid()

@@ -4,10 +4,12 @@
 // same run on the same machine:
 //
 //  1. POST /v1/agent/verify/signature (a registered and an unregistered device)
-//     against a minimal net/http server doing the same parsing and the one
-//     ed25519.Verify, with the raw ed25519.Verify rate beside both;
+//     against a minimal net/http server of no palmgate code doing the same
+//     JSON decoding and the one ed25519.Verify, with the raw ed25519.Verify rate
+//     beside both;
 //  2. device and public-key lookups and the leaderboard, on a store seeded with
-//     100k humans and 1M agents, against Caddy's static `respond`;
+//     100k humans and 1M agents, against Caddy's static `respond` (of a body as
+//     long as the leaderboard's for the leaderboard);
 //  3. the authorization-code exchange on /oauth2/token against its three
 //     signatures (RS256 ID token, ES256 access and refresh tokens) by core/keys;
 //  4. agent registrations (init, then completion by a palm attestor's signed

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,13 +32,23 @@ import (
 	"github.com/palmgate/palmgate/storage/badgerstore"
 )
 
-// minimalHandler is the minimal server of goal 1: what palmgate's
-// verify/signature does but for Caddy and the store read. It reads the bounded
-// application/json body, parses and validates the AgentChallenge (JSON decode,
-// base64, SPKI parse) with core/agent, runs the one ed25519.Verify, and answers
-// the same JSON with the same headers. registered is always false: it has no
-// store.
+// minimalHandler is the minimal server of goal 1: what a plain net/http service
+// answering verify/signature must do, and nothing of palmgate's. It reads the
+// bounded application/json body, decodes it with encoding/json, decodes the
+// base64 key and signature, parses the DER SPKI key with crypto/x509, runs the
+// one ed25519.Verify and answers the same JSON with the same headers. It uses
+// no palmgate code, so that palmgate's own checks (exact JSON keys, strict key
+// validation, the registry read) count against palmgate, and a speed-up of
+// core/agent does not speed the baseline up with it. registered is always
+// false: it has no store.
 func minimalHandler() http.Handler {
+	type challenge struct {
+		DeviceID  *string `json:"deviceId"`
+		PublicKey *string `json:"publicKey"`
+		Message   *string `json:"message"`
+		Signature *string `json:"signature"`
+		Timestamp *int64  `json:"timestamp"`
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/agent/verify/signature", func(w http.ResponseWriter, r *http.Request) {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -47,9 +60,22 @@ func minimalHandler() http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		c, err := agent.ParseChallenge(body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		var c challenge
+		if err := json.Unmarshal(body, &c); err != nil || c.DeviceID == nil || c.PublicKey == nil ||
+			c.Message == nil || c.Signature == nil || c.Timestamp == nil {
+			http.Error(w, "bad challenge", http.StatusBadRequest)
+			return
+		}
+		der, err1 := base64.StdEncoding.DecodeString(*c.PublicKey)
+		sig, err2 := base64.StdEncoding.DecodeString(*c.Signature)
+		if err1 != nil || err2 != nil || len(sig) != ed25519.SignatureSize {
+			http.Error(w, "bad base64", http.StatusBadRequest)
+			return
+		}
+		key, err := x509.ParsePKIXPublicKey(der)
+		edKey, ok := key.(ed25519.PublicKey)
+		if err != nil || !ok {
+			http.Error(w, "not an Ed25519 key", http.StatusBadRequest)
 			return
 		}
 		h := w.Header()
@@ -57,7 +83,7 @@ func minimalHandler() http.Handler {
 		h.Set("Cache-Control", "no-store")
 		h.Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusOK)
-		_ = json.NewEncoder(w).Encode(agent.SignatureCheck{Verified: c.Verify()})
+		_ = json.NewEncoder(w).Encode(agent.SignatureCheck{Verified: ed25519.Verify(edKey, []byte(*c.Message), sig)})
 	})
 	return mux
 }
@@ -251,4 +277,29 @@ func freshKeyCommits(commit func(key, value []byte) error) func() error {
 	value := bytes.Repeat([]byte("v"), 64)
 	var seq atomic.Uint64
 	return func() error { return commit(fmt.Appendf(nil, "bench/%016x", seq.Add(1)), value) }
+}
+
+// TestMinimalServer: the baseline answers as palmgate does, verified true for a
+// good signature and false for another message, 400 for a body it cannot read.
+func TestMinimalServer(t *testing.T) {
+	cfg := SeedConfig{Humans: 1, Agents: 1}
+	reg, _ := verifyBodies(cfg, cfg.Owners(), 1, 0, 0)
+	h := minimalHandler()
+	post := func(body []byte) (int, string) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/v1/agent/verify/signature", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		h.ServeHTTP(rec, req)
+		return rec.Code, strings.TrimSpace(rec.Body.String())
+	}
+	if code, body := post(reg[0]); code != 200 || body != `{"verified":true,"registered":false}` {
+		t.Errorf("good signature: %d %s", code, body)
+	}
+	other := bytes.Replace(reg[0], []byte(`"message":"bench`), []byte(`"message":"Bench`), 1)
+	if code, body := post(other); code != 200 || body != `{"verified":false,"registered":false}` {
+		t.Errorf("another message: %d %s", code, body)
+	}
+	if code, _ := post([]byte(`{"deviceId":"d"}`)); code != 400 {
+		t.Errorf("missing fields: %d", code)
+	}
 }

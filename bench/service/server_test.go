@@ -43,8 +43,10 @@ const (
 // challenges complete only with assertions of the bench attestor, as in
 // production), the rate limit off (one client address sends everything), codes
 // that live an hour (they are minted before the rounds), and Caddy's static
-// `respond` on /static, the baseline of the read endpoints. {attestor} and
-// {secret} are filled in by startSite; testserver fills in the others.
+// `respond` on /static, the baseline of the lookups, and on /static-board of a
+// body as long as the seeded leaderboard's (top 100), the leaderboard's
+// baseline. {attestor}, {secret} and {boardbody} are filled in by launchSite;
+// testserver fills in the others.
 const caddyfile = `{
 	admin 127.0.0.1:{adminport}
 	persist_config off
@@ -67,6 +69,9 @@ http://127.0.0.1:{port} {
 	palmgate
 	handle /static {
 		respond "ok" 200
+	}
+	handle /static-board {
+		respond "{boardbody}" 200
 	}
 }
 `
@@ -144,6 +149,7 @@ type site struct {
 	pid      int
 	seed     SeedConfig
 	owners   []int32
+	boardLen int // bytes of the leaderboard's answer, and of /static-board's
 }
 
 // startSite copies the seeded store, starts Caddy on it and checks through the
@@ -166,7 +172,10 @@ func startSite(t testing.TB, cfg SeedConfig, attestorKind string) *site {
 func launchSite(t testing.TB, cfg SeedConfig, attestorKind, work, storage string) *site {
 	t.Helper()
 	s := &site{secret: randHex(16), attestor: newAttestor(t, attestorKind), seed: cfg, owners: cfg.Owners()}
-	cf := strings.NewReplacer("{attestor}", s.attestor.spki, "{secret}", s.secret, "{storage}", storage).Replace(caddyfile)
+	board, _ := json.Marshal(cfg.Leaderboard(s.owners, agent.DefaultLeaderboardLimit))
+	s.boardLen = len(board) + 1 // the newline after the JSON
+	cf := strings.NewReplacer("{attestor}", s.attestor.spki, "{secret}", s.secret, "{storage}", storage,
+		"{boardbody}", strings.Repeat("x", s.boardLen)).Replace(caddyfile)
 	start := time.Now()
 	s.Server = testserver.Start(t, testserver.Options{Caddyfile: cf, DataDir: work})
 	s.host = strings.TrimPrefix(s.URL, "http://")
@@ -339,6 +348,9 @@ func (s *site) checkSeeded() error {
 			}
 			sumGot += got[i].AgentCount
 			sumWant += want[i].AgentCount
+		}
+		if n == 100 && len(body) != s.boardLen {
+			return fmt.Errorf("GET %s: %d bytes, but /static-board answers %d", path, len(body), s.boardLen)
 		}
 		if n == 100 {
 			logf("leaderboard as seeded: top agentCount %d, agentCount sum of the top 100 %d (want %d), 100th has %d",

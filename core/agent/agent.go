@@ -89,6 +89,7 @@ type Service struct {
 	board           leaderboardCache
 	registeredKeys  registeredKeys   // deviceIds of keys found registered
 	registered      registeredAgents // records of agents found registered
+	validKeys       validKeys        // keys CheckPublicKey accepted
 }
 
 // Config builds a Service.

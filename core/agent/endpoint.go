@@ -16,9 +16,10 @@ func (s *Service) InitRequest(ctx context.Context, body []byte, address string) 
 }
 
 // VerifySignatureRequest is the signature verification endpoint: the body parsed
-// and checked (ParseChallenge), then VerifySignature.
+// and checked (ParseChallenge, the key's check remembered for a key seen before),
+// then VerifySignature.
 func (s *Service) VerifySignatureRequest(ctx context.Context, body []byte) (*SignatureCheck, error) {
-	c, err := ParseChallenge(body)
+	c, err := parseChallenge(body, s.validKeys.check)
 	if err != nil {
 		return nil, err
 	}

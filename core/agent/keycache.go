@@ -51,3 +51,63 @@ func (r *registeredKeys) put(key ed25519.PublicKey, deviceID string) {
 	}
 	r.devices[[ed25519.PublicKeySize]byte(key)] = deviceID
 }
+
+// validKeysMax bounds the keys validKeys remembers: 32 bytes each, about 3 MiB
+// with the map's own overhead.
+const validKeysMax = 1 << 16
+
+// validKeys remembers public keys that passed CheckPublicKey, by their exact 32
+// bytes, so that an agent that signs again is not made to pay the point
+// decompression, re-encoding and small-order check of its key on every request
+// (about a third of a signature verification, twice a request before: at parse
+// time and in Verify). CheckPublicKey is a pure function of those bytes, so a
+// remembered answer never goes stale; a key it refuses is never remembered and
+// is checked, and refused, every time; an unknown key is always checked. When
+// full, an arbitrary entry makes room (Go's map iteration starts at random).
+type validKeys struct {
+	mu   sync.RWMutex
+	keys map[[ed25519.PublicKeySize]byte]struct{}
+	// full is the check itself; nil means CheckPublicKey (tests count calls).
+	full func(ed25519.PublicKey) error
+}
+
+// check is CheckPublicKey, answered from memory for a key it accepted before.
+func (v *validKeys) check(key ed25519.PublicKey) error {
+	if len(key) != ed25519.PublicKeySize {
+		return CheckPublicKey(key)
+	}
+	k := [ed25519.PublicKeySize]byte(key)
+	v.mu.RLock()
+	_, ok := v.keys[k]
+	v.mu.RUnlock()
+	if ok {
+		return nil
+	}
+	full := v.full
+	if full == nil {
+		full = CheckPublicKey
+	}
+	if err := full(key); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.keys == nil {
+		v.keys = make(map[[ed25519.PublicKeySize]byte]struct{})
+	}
+	if len(v.keys) >= validKeysMax {
+		for old := range v.keys {
+			delete(v.keys, old)
+			break
+		}
+	}
+	v.keys[k] = struct{}{}
+	return nil
+}
+
+// size is the number of keys remembered.
+func (v *validKeys) size() int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return len(v.keys)
+}

@@ -3,6 +3,9 @@ package jsonobject
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -109,5 +112,143 @@ func TestDecodeNeedsStructPointer(t *testing.T) {
 	var b body
 	if err := Decode([]byte(`{}`), b); err == nil {
 		t.Error("Decode into a struct value accepted")
+	}
+}
+
+// FuzzDecodeWalksAsTheDecoder: the in-place walk of a well-formed body decodes
+// what encoding/json's Decoder path decodes, and refuses what it refuses with
+// the same kind of error.
+func FuzzDecodeWalksAsTheDecoder(f *testing.F) {
+	for _, s := range []string{
+		`{"deviceId":"a","timestamp":5,"nonce":"n","Plain":"p"}`, ` { } `, `{"DEVICEID":"b","deviceId":"a"}`,
+		`{"x":1,"y":{"deviceId":"z","q":[1,"]}",{"a":"\"}"}]},"nonce":"n"}`, `{"device\u0049d":"a"}`, `{"deviceId":null}`,
+		`{"deviceId":"a","deviceId":"b"}`, `{"nonce":"n","non\u0063e":"m"}`, `{"timestamp":"a","x":1,"x":2}`,
+		`{"timestamp":"5"}`, `{"deviceId":{}}`, `[{"nonce":"n"}]`, `null`, `"x"`, "{\"a\xff\":1,\"a\xfe\":2}",
+		`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"a":18}`,
+		"{\"timestamp\":-1.5e3}", "{\"timestamp\" : 7 ,\n\"nonce\"\t:\"\\u00e9\" }",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return // both paths are the Decoder's
+		}
+		var fast, slow body
+		errFast := Decode(data, &fast)
+		errSlow := decodeStream(data, reflect.ValueOf(&slow).Elem(), fieldsOf(reflect.TypeFor[body]()))
+		if (errFast == nil) != (errSlow == nil) {
+			t.Fatalf("%q: walk %v, decoder %v", data, errFast, errSlow)
+		}
+		if errFast != nil {
+			if kind(errFast) != kind(errSlow) {
+				t.Fatalf("%q: walk %v, decoder %v", data, errFast, errSlow)
+			}
+			return
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: walk %+v, decoder %+v", data, fast, slow)
+		}
+	})
+}
+
+// kind is what a caller tells apart in an error of Decode: a duplicate key (by
+// name), a field's wrong type (by field), or any other refusal of the body.
+func kind(err error) string {
+	var dup *DuplicateError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &dup):
+		return "duplicate " + dup.Name
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return "type " + typeErr.Field
+	}
+	return "refused"
+}
+
+func BenchmarkDecode(b *testing.B) {
+	data := []byte(`{"deviceId":"bench-agent-000123","publicKey":"MCowBQYDK2VwAyEAqNiNpYHXELSrmAVyyRWasQna/chWjsvShyzKJ8gNSHU=",` +
+		`"message":"hello from an agent at 1795653972374","signature":"` + strings.Repeat("A", 86) + `==","timestamp":1795653972374}`)
+	type challenge struct {
+		DeviceID  *string `json:"deviceId"`
+		PublicKey *string `json:"publicKey"`
+		Message   *string `json:"message"`
+		Signature *string `json:"signature"`
+		Timestamp *int64  `json:"timestamp"`
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var c challenge
+		if err := Decode(data, &c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// upper is a string type with its own JSON decoding.
+type upper string
+
+func (u *upper) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*u = upper(strings.ToUpper(s))
+	return nil
+}
+
+// tenfold is an int64 type with its own text decoding.
+type tenfold int64
+
+func (n *tenfold) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	*n = tenfold(10 * v)
+	return err
+}
+
+// TestDecodeKeepsUnmarshalers: a field whose type decodes itself is decoded by
+// its own method, also when its value is a plain string or integer.
+func TestDecodeKeepsUnmarshalers(t *testing.T) {
+	var v struct {
+		A upper    `json:"a"`
+		B *upper   `json:"b"`
+		C tenfold  `json:"c"`
+		D *tenfold `json:"d"`
+		E int64    `json:"e"`
+		F *int64   `json:"f"`
+	}
+	if err := Decode([]byte(`{"a":"x","b":"y","c":"3","d":"4","e":5,"f":-6}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.A != "X" || v.B == nil || *v.B != "Y" || v.C != 30 || v.D == nil || *v.D != 40 || v.E != 5 || v.F == nil || *v.F != -6 {
+		t.Errorf("Decode = %+v", v)
+	}
+	var big struct {
+		N int64 `json:"n"`
+	}
+	var typeErr *json.UnmarshalTypeError
+	if err := Decode([]byte(`{"n":9223372036854775808}`), &big); !errors.As(err, &typeErr) || typeErr.Field != "n" {
+		t.Errorf("an int64 out of range: %v, want an UnmarshalTypeError of n", err)
+	}
+}
+
+// TestDecodeAllocations: a well-formed five-field challenge costs its values
+// (a string and a pointer for each of four strings, a pointer for the integer)
+// and the list of matched keys: no token, key string or reflection boxing each.
+func TestDecodeAllocations(t *testing.T) {
+	data := []byte(`{"deviceId":"agent-1","publicKey":"MCowBQYDK2VwAyEAqNiNpYHXELSrmAVyyRWasQna/chWjsvShyzKJ8gNSHU=",` +
+		`"message":"hello","signature":"c2ln","timestamp":1795653972374}`)
+	var c struct {
+		DeviceID  *string `json:"deviceId"`
+		PublicKey *string `json:"publicKey"`
+		Message   *string `json:"message"`
+		Signature *string `json:"signature"`
+		Timestamp *int64  `json:"timestamp"`
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		if err := Decode(data, &c); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 11 {
+		t.Errorf("Decode allocates %.0f times, want at most 11", n)
 	}
 }
