@@ -128,7 +128,7 @@ func TestVerifyExpiry(t *testing.T) {
 func TestCachedVerifyAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	f := newTokenFixture(t, "https://id.example.test/oauth2")
-	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Now: func() time.Time { return f.now }})
+	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Now: f.clock.Now})
 	token := f.token(t, "jti-cached")
 	if _, err := v.Verify(ctx, token); err != nil {
 		t.Fatal(err)
