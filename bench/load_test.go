@@ -31,10 +31,14 @@ var (
 	loadOnly     = flag.String("load.only", "", "comma-separated scenarios to run (bare is always run); default all")
 )
 
-// Goals (issue 19): shares of the bare reverse_proxy throughput.
+// Goals: shares of the bare reverse_proxy throughput. Issue 19 sets the reused
+// token's (0.95) and a fresh token's (0.85: a new token per request, each verified
+// once and then cached); with the cache off every request verifies its ES256
+// signature, which the earlier goal of 0.60 still bounds.
 const (
 	goalCached   = 0.95
 	goalNewToken = 0.85
+	goalNoCache  = 0.60
 )
 
 // noisyCores is the CPU (in cores) other processes may use during a measured
@@ -226,7 +230,7 @@ func summarize(base []scenario, results map[string][]result) string {
 		goal           float64
 	}{
 		{"reused token (cached) / bare reverse_proxy", "cached", goalCached},
-		{"new token per request (cache_size -1) / bare reverse_proxy", "uncached", goalNewToken},
+		{"every request verified (cache_size -1) / bare reverse_proxy", "uncached", goalNoCache},
 		{"new token per request (distinct tokens) / bare reverse_proxy", "newtoken", goalNewToken},
 	} {
 		got, ok := ratios[g.scenario]

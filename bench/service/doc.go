@@ -11,7 +11,8 @@
 //     100k humans and 1M agents, against Caddy's static `respond` (of a body as
 //     long as the leaderboard's for the leaderboard);
 //  3. the authorization-code exchange on /oauth2/token against its three
-//     signatures (RS256 ID token, ES256 access and refresh tokens) by core/keys;
+//     signatures (ES256 ID token, access and refresh tokens: the bench client's
+//     id_token_signed_response_alg is ES256) by core/keys;
 //  4. agent registrations (init, then completion by a palm attestor's signed
 //     assertion) by 64 concurrent agents against Badger's own synced-commit rate.
 //

@@ -227,7 +227,7 @@ func TestServiceLoad(t *testing.T) {
 		{name: "leaderboard", group: "read", unit: "req", workers: nc, server: "caddy",
 			what: "GET /v1/human/leaderboard (top 100)", setup: fixed(s.host, [][]byte{loadgen.GetRequest(s.host, "/v1/human/leaderboard")}, nc)},
 		{name: "signs", group: "token", unit: "exchange's 3 signatures", workers: procs(), server: "self",
-			what: fmt.Sprintf("core/keys: RS256 ID token + ES256 access + ES256 refresh, %d goroutines", procs()), setup: inproc(sign.sign3)},
+			what: fmt.Sprintf("core/keys: ES256 ID token, access and refresh tokens, %d goroutines", procs()), setup: inproc(sign.sign3)},
 		{name: "exchange", group: "token", unit: "req", workers: nc, server: "caddy",
 			what: "POST /oauth2/token, grant_type=authorization_code (PKCE, client_secret_post), each code once",
 			prepare: func(r int) error {

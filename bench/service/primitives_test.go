@@ -187,7 +187,8 @@ type refreshClaims struct {
 }
 
 // signer signs what one code exchange signs (core/oidc's sign): an ES256
-// access token, an RS256 ID token and an ES256 refresh token, with core/keys
+// access token, an ES256 ID token (the bench client's id_token_signed_response_alg)
+// and an ES256 refresh token, with core/keys
 // and claims of the same shape and sizes.
 type signer struct {
 	set    *keys.Set
@@ -223,7 +224,7 @@ func (s *signer) sign3() error {
 	}); err != nil {
 		return err
 	}
-	if _, err := s.set.Sign(keys.RS256, oidc.TypeIDToken, oidc.IDClaims{
+	if _, err := s.set.Sign(keys.ES256, oidc.TypeIDToken, oidc.IDClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)),

@@ -61,6 +61,7 @@ const caddyfile = `{
 		client ` + clientID + ` {
 			secret {secret}
 			redirect_uri ` + redirectURI + `
+			id_token_signed_response_alg ES256
 		}
 	}
 }
