@@ -224,17 +224,20 @@ func hostilePalmCases(f *hostileFixture) []*hostileCase {
 		cases = append(cases, hx("assertion as "+b.name, "POST", target+"/assertion").json(b.body).v1(400, "invalid_body"))
 	}
 
-	// Valid assertions aimed at challenges that cannot take them.
+	// Valid assertions aimed at challenges that cannot take them, signed when sent:
+	// an assertion lives 2 minutes, and the catalogue may take longer than that.
 	unknown := "3f1c6a52-6c3e-4d0b-8f55-000000000001"
 	cases = append(cases,
 		hx("assertion for an unknown challenge", "POST", "/v1/palm/challenges/"+unknown+"/assertion").
-			json(map[string]any{"assertion": signEC(with("challenge", unknown))}).v1(404, "challenge_not_found"),
+			freshJSON(func() any { return map[string]any{"assertion": signEC(with("challenge", unknown))} }).v1(404, "challenge_not_found"),
 		hx("assertion for A's verified challenge", "POST", "/v1/palm/challenges/"+f.chalA.ChallengeID+"/assertion").
-			json(map[string]any{"assertion": signEC(f.ec.claims(e, f.chalA, "eve"))}).v1(409, "challenge_not_pending"),
+			freshJSON(func() any { return map[string]any{"assertion": signEC(f.ec.claims(e, f.chalA, "eve"))} }).v1(409, "challenge_not_pending"),
 		hx("Ed25519 assertion for A's verified challenge", "POST", "/v1/palm/challenges/"+f.chalA.ChallengeID+"/assertion").
-			json(map[string]any{"assertion": f.ed.sign(t, f.ed.claims(e, f.chalA, "eve"))}).v1(409, "challenge_not_pending"),
+			freshJSON(func() any { return map[string]any{"assertion": f.ed.sign(t, f.ed.claims(e, f.chalA, "eve"))} }).v1(409, "challenge_not_pending"),
 		hx("assertion for the finished login's challenge", "POST", "/v1/palm/challenges/"+f.loginChal.ChallengeID+"/assertion").
-			json(map[string]any{"assertion": signEC(f.ec.claims(e, challengeInfo{ChallengeID: f.loginChal.ChallengeID, Nonce: f.loginChal.Nonce}, "eve"))}).v1(409, "challenge_not_pending"),
+			freshJSON(func() any {
+				return map[string]any{"assertion": signEC(f.ec.claims(e, challengeInfo{ChallengeID: f.loginChal.ChallengeID, Nonce: f.loginChal.Nonce}, "eve"))}
+			}).v1(409, "challenge_not_pending"),
 		hx("B's assertion at A's challenge", "POST", "/v1/palm/challenges/"+f.chalA.ChallengeID+"/assertion").
 			json(map[string]any{"assertion": validJWS}).v1(401, "assertion_refused"),
 	)

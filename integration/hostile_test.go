@@ -57,6 +57,10 @@ type hostileCase struct {
 	// nonce of B's scan URL renewed right before, so that it meets an open scan
 	// URL however long the rest of the test took.
 	needsScan bool
+	// fresh, when set, makes the body when the case is sent: a body that carries
+	// something short-lived (a palm assertion lives at most 5 minutes) is then
+	// valid however long the cases before it took on a busy machine.
+	fresh func() any
 }
 
 // hxNonceB stands in a needsScan case for the nonce of B's current scan URL.
@@ -79,20 +83,31 @@ func (c *hostileCase) json(body any) *hostileCase {
 	return c.typed("application/json", body)
 }
 
-// typed sends body with Content-Type ct ("" sends none).
-func (c *hostileCase) typed(ct string, body any) *hostileCase {
+// freshJSON sends the JSON body makeBody returns when the case is sent (see fresh).
+func (c *hostileCase) freshJSON(makeBody func() any) *hostileCase {
+	c.fresh = makeBody
+	return c.json(makeBody())
+}
+
+// bodyBytes is body as sent: []byte and string as they are, any other value marshalled.
+func bodyBytes(body any) []byte {
 	switch b := body.(type) {
 	case []byte:
-		c.body = b
+		return b
 	case string:
-		c.body = []byte(b)
+		return []byte(b)
 	default:
 		data, err := json.Marshal(b)
 		if err != nil {
 			panic(err)
 		}
-		c.body = data
+		return data
 	}
+}
+
+// typed sends body with Content-Type ct ("" sends none).
+func (c *hostileCase) typed(ct string, body any) *hostileCase {
+	c.body = bodyBytes(body)
 	if ct != "" {
 		c.header = append(c.header, "Content-Type", ct)
 	}
@@ -176,11 +191,15 @@ func hostileRequest(c *hostileCase, host string) []byte {
 	for i := 0; i+1 < len(c.header); i += 2 {
 		fmt.Fprintf(&b, "%s: %s\r\n", c.header[i], c.header[i+1])
 	}
-	if c.body != nil || c.method == "POST" || c.method == "PUT" || c.method == "PATCH" {
-		fmt.Fprintf(&b, "Content-Length: %d\r\n", len(c.body))
+	body := c.body
+	if c.fresh != nil {
+		body = bodyBytes(c.fresh())
+	}
+	if body != nil || c.method == "POST" || c.method == "PUT" || c.method == "PATCH" {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n", len(body))
 	}
 	b.WriteString("\r\n")
-	b.Write(c.body)
+	b.Write(body)
 	return b.Bytes()
 }
 

@@ -394,6 +394,11 @@ func (s *Server) tryReload(t testing.TB) (string, error) {
 	}
 	out, err := s.RunCommand(t, "reload", "--config", s.ConfigPath, "--adapter", "caddyfile", "--address", s.AdminAddr)
 	fmt.Fprintf(s.log, "=== reload (error %v):\n%s", err, out)
+	// The previous configuration's server closes its idle keep-alive connections
+	// as it shuts down, possibly after this returns: a POST the helpers send next
+	// on one of them would fail with EOF (Go resends only idempotent requests).
+	// Requests after a reload start on new connections.
+	Client.CloseIdleConnections()
 	return out, err
 }
 
