@@ -1,10 +1,8 @@
 package caddymodule
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,10 +30,7 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 `,
 	}
 	common := func(c *cobra.Command) *cobra.Command {
-		c.Flags().String("address", "", "The address to use to reach the admin API endpoint, if not the default")
-		c.Flags().StringP("config", "c", "", "Configuration file to use to find the admin API address")
-		c.Flags().StringP("adapter", "a", "", "Name of config adapter to apply (when --config is used)")
-		c.Flags().Bool("json", false, "Print JSON")
+		adminFlags(c)
 		c.RunE = caddycmd.WrapCommandFuncForCobra(func(fs caddycmd.Flags) (int, error) { return runClientCommand(c.Name(), fs) })
 		client.AddCommand(c)
 		return c
@@ -84,10 +79,6 @@ func logoutBody(fs caddycmd.Flags, body map[string]any) {
 }
 
 func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
-	addr, err := caddycmd.DetermineAdminAPIAddress(fs.String("address"), nil, fs.String("config"), fs.String("adapter"))
-	if err != nil {
-		return caddy.ExitCodeFailedStartup, fmt.Errorf("finding the admin API address: %v", err)
-	}
 	id := url.PathEscape(fs.Arg(0))
 	body := map[string]any{}
 	var method, path string
@@ -120,21 +111,13 @@ func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
 	case "remove":
 		method, path = http.MethodDelete, "/palmgate/clients/"+id
 	}
-	var reqBody io.Reader
-	headers := http.Header{}
+	var sent any
 	if method == http.MethodPost || method == http.MethodPatch {
-		b, _ := json.Marshal(body)
-		reqBody = bytes.NewReader(b)
-		headers.Set("Content-Type", "application/json")
+		sent = body
 	}
-	resp, err := caddycmd.AdminAPIRequest(addr, method, path, headers, reqBody)
+	out, err := callAdminAPI(fs, method, path, sent)
 	if err != nil {
-		return caddy.ExitCodeFailedStartup, err // it says what the admin API answered
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return caddy.ExitCodeFailedStartup, fmt.Errorf("reading the admin API's answer: %v", err)
+		return caddy.ExitCodeFailedStartup, err
 	}
 	if name == "remove" {
 		if fs.Bool("json") {

@@ -3,7 +3,6 @@ package caddymodule
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -35,28 +34,16 @@ Takes --address (the admin API's address, if not the default), or --config and
 `,
 		Args: cobra.ExactArgs(1),
 	}
-	end.Flags().String("address", "", "The address to use to reach the admin API endpoint, if not the default")
-	end.Flags().StringP("config", "c", "", "Configuration file to use to find the admin API address")
-	end.Flags().StringP("adapter", "a", "", "Name of config adapter to apply (when --config is used)")
-	end.Flags().Bool("json", false, "Print JSON")
+	adminFlags(end)
 	end.RunE = caddycmd.WrapCommandFuncForCobra(runEndSessions)
 	portalCmd.AddCommand(end)
 	parent.AddCommand(portalCmd)
 }
 
 func runEndSessions(fs caddycmd.Flags) (int, error) {
-	addr, err := caddycmd.DetermineAdminAPIAddress(fs.String("address"), nil, fs.String("config"), fs.String("adapter"))
+	out, err := callAdminAPI(fs, http.MethodDelete, "/palmgate/portal/sessions/"+url.PathEscape(fs.Arg(0)), nil)
 	if err != nil {
-		return caddy.ExitCodeFailedStartup, fmt.Errorf("finding the admin API address: %v", err)
-	}
-	resp, err := caddycmd.AdminAPIRequest(addr, http.MethodDelete, "/palmgate/portal/sessions/"+url.PathEscape(fs.Arg(0)), nil, nil)
-	if err != nil {
-		return caddy.ExitCodeFailedStartup, err // it says what the admin API answered
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return caddy.ExitCodeFailedStartup, fmt.Errorf("reading the admin API's answer: %v", err)
+		return caddy.ExitCodeFailedStartup, err
 	}
 	if fs.Bool("json") {
 		os.Stdout.Write(out)
