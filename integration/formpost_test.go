@@ -17,13 +17,6 @@ import (
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
-// formPostAnswer is what a form_post page POSTs: its form's action, its fields,
-// and the checks of its Content-Security-Policy.
-type formPostAnswer struct {
-	action string
-	fields url.Values
-}
-
 var (
 	formActionRE = regexp.MustCompile(`<form method="post" action="([^"]*)">`)
 	formInputRE  = regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)">`)

@@ -73,7 +73,7 @@ func TestParseJWK(t *testing.T) {
 		{"EC P-384", with(ecJWK, "crv", "P-384", "x", coord(ec384.X, 48), "y", coord(ec384.Y, 48)), ""},
 		{"EC point off the curve", with(ecJWK, "y", coord(offCurve, 32)), ""},
 		{"EC x of 31 bytes", with(ecJWK, "x", b64(make([]byte, 31))), ""},
-		{"EC with its private d", with(ecJWK, "d", coord(ec.D, 32)), ""},
+		{"EC with its private d", with(ecJWK, "d", b64(ecPrivateBytes(t, ec))), ""},
 		{"OKP X25519", with(edJWK, "crv", "X25519"), ""},
 		{"OKP of 31 bytes", with(edJWK, "x", b64(edPub[:31])), ""},
 		{"a symmetric key", map[string]any{"kty": "oct", "kid": "hs", "k": b64(make([]byte, 32))}, ""},
@@ -111,4 +111,14 @@ func TestParseJWK(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ecPrivateBytes is the private scalar of k, 32 bytes for P-256.
+func ecPrivateBytes(t *testing.T, k *ecdsa.PrivateKey) []byte {
+	t.Helper()
+	d, err := k.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
