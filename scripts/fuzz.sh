@@ -22,6 +22,7 @@ TARGETS=(
 	"./core/agent FuzzParseChallenge"
 	"./core/agent FuzzRegistrationForm"
 	"./core/agent FuzzParsePublicKey"
+	"./core/agent FuzzVerifyPoint"
 	"./core/palm FuzzVerifyAssertion"
 	"./core/oidc FuzzAuthorize"
 	"./core/oidc FuzzTokenForm"

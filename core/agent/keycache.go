@@ -3,6 +3,8 @@ package agent
 import (
 	"crypto/ed25519"
 	"sync"
+
+	"filippo.io/edwards25519"
 )
 
 // registeredKeysMax bounds the keys VerifySignature remembers: about 8 MiB.
@@ -52,48 +54,58 @@ func (r *registeredKeys) put(key ed25519.PublicKey, deviceID string) {
 	r.devices[[ed25519.PublicKeySize]byte(key)] = deviceID
 }
 
-// validKeysMax bounds the keys validKeys remembers: 32 bytes each, about 3 MiB
-// with the map's own overhead.
+// validKeysMax bounds the keys validKeys remembers: 32 bytes and a decoded point
+// (160 bytes) each, about 16 MiB with the map's own overhead.
 const validKeysMax = 1 << 16
 
 // validKeys remembers public keys that passed CheckPublicKey, by their exact 32
-// bytes, so that an agent that signs again is not made to pay the point
-// decompression, re-encoding and small-order check of its key on every request
-// (about a third of a signature verification, twice a request before: at parse
-// time and in Verify). CheckPublicKey is a pure function of those bytes, so a
-// remembered answer never goes stale; a key it refuses is never remembered and
-// is checked, and refused, every time; an unknown key is always checked. When
-// full, an arbitrary entry makes room (Go's map iteration starts at random).
+// bytes, with their negated points, so that an agent that signs again is not made
+// to pay the point decompression, re-encoding and small-order check of its key
+// on every request (about a third of a signature verification, twice a request
+// before: at parse time and in Verify), nor the decompression that
+// crypto/ed25519.Verify would do again (verifyPoint takes the point).
+// CheckPublicKey is a pure function of those bytes, so a remembered answer never
+// goes stale; a key it refuses is never remembered and is checked, and refused,
+// every time; an unknown key is always checked. When full, an arbitrary entry
+// makes room (Go's map iteration starts at random). The points are never
+// modified once remembered: verifyPoint only reads them.
 type validKeys struct {
 	mu   sync.RWMutex
-	keys map[[ed25519.PublicKeySize]byte]struct{}
-	// full is the check itself; nil means CheckPublicKey (tests count calls).
-	full func(ed25519.PublicKey) error
+	keys map[[ed25519.PublicKeySize]byte]*edwards25519.Point
+	// full is the check itself; nil means checkedPoint (tests count calls).
+	full func(ed25519.PublicKey) (*edwards25519.Point, error)
 }
 
 // check is CheckPublicKey, answered from memory for a key it accepted before.
 func (v *validKeys) check(key ed25519.PublicKey) error {
+	_, err := v.point(key)
+	return err
+}
+
+// point is checkedPoint, answered from memory for a key it accepted before.
+func (v *validKeys) point(key ed25519.PublicKey) (*edwards25519.Point, error) {
 	if len(key) != ed25519.PublicKeySize {
-		return CheckPublicKey(key)
+		return checkedPoint(key)
 	}
 	k := [ed25519.PublicKeySize]byte(key)
 	v.mu.RLock()
-	_, ok := v.keys[k]
+	p, ok := v.keys[k]
 	v.mu.RUnlock()
 	if ok {
-		return nil
+		return p, nil
 	}
 	full := v.full
 	if full == nil {
-		full = CheckPublicKey
+		full = checkedPoint
 	}
-	if err := full(key); err != nil {
-		return err
+	p, err := full(key)
+	if err != nil {
+		return nil, err
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.keys == nil {
-		v.keys = make(map[[ed25519.PublicKeySize]byte]struct{})
+		v.keys = make(map[[ed25519.PublicKeySize]byte]*edwards25519.Point)
 	}
 	if len(v.keys) >= validKeysMax {
 		for old := range v.keys {
@@ -101,8 +113,8 @@ func (v *validKeys) check(key ed25519.PublicKey) error {
 			break
 		}
 	}
-	v.keys[k] = struct{}{}
-	return nil
+	v.keys[k] = p
+	return p, nil
 }
 
 // size is the number of keys remembered.

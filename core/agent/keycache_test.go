@@ -9,12 +9,14 @@ import (
 	"encoding/hex"
 	"strconv"
 	"testing"
+
+	"filippo.io/edwards25519"
 )
 
 // countingCheck makes the registry's full key check count its calls.
 func countingCheck(h *harness) *int {
 	n := new(int)
-	h.reg.validKeys.full = func(k ed25519.PublicKey) error { *n++; return CheckPublicKey(k) }
+	h.reg.validKeys.full = func(k ed25519.PublicKey) (*edwards25519.Point, error) { *n++; return checkedPoint(k) }
 	return n
 }
 
@@ -87,7 +89,10 @@ func TestWeakKeyNeverRemembered(t *testing.T) {
 func TestValidKeysBounded(t *testing.T) {
 	var v validKeys
 	calls := 0
-	v.full = func(ed25519.PublicKey) error { calls++; return nil } // the bound, not the check, is under test
+	v.full = func(ed25519.PublicKey) (*edwards25519.Point, error) {
+		calls++
+		return edwards25519.NewIdentityPoint(), nil
+	} // the bound, not the check, is under test
 	key := make(ed25519.PublicKey, ed25519.PublicKeySize)
 	for i := range validKeysMax + 100 {
 		key[0], key[1], key[2] = byte(i), byte(i>>8), byte(i>>16)

@@ -57,7 +57,7 @@ func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*Signature
 			return nil, err
 		}
 	}
-	return &SignatureCheck{Verified: c.verify(s.validKeys.check), Registered: known && deviceID == c.DeviceID}, nil
+	return &SignatureCheck{Verified: c.verify(s.validKeys.point), Registered: known && deviceID == c.DeviceID}, nil
 }
 
 // LookupDevice returns the agent registered under deviceID. An agent found
