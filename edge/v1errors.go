@@ -103,12 +103,22 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	h := w.Header()
+	setJSONHeaders(w.Header())
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeJSONBody answers body, JSON already encoded, as writeJSON answers.
+func writeJSONBody(w http.ResponseWriter, status int, body []byte) {
+	setJSONHeaders(w.Header())
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func setJSONHeaders(h http.Header) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // writeError answers err in the /v1 dialect (v1Error), with Retry-After when the
