@@ -211,6 +211,8 @@ func TestServiceLoad(t *testing.T) {
 			setup: fixed(minimal, posts(minimal, regBodies), nc)},
 		{name: "minimal-proc", group: "verify", unit: "req", workers: nc, server: "minproc",
 			what: "the same minimal server in a process of its own", setup: fixed(minProc, posts(minProc, regBodies), nc)},
+		{name: "ok-proc", group: "verify", unit: "req", workers: nc, server: "minproc",
+			what: "the minimal server's own process: GET /static, answered as Caddy's `respond \"ok\"` is", setup: fixed(minProc, [][]byte{loadgen.GetRequest(minProc, "/static")}, nc)},
 		{name: "verify-reg", group: "verify", unit: "req", workers: nc, server: "caddy",
 			what: "palmgate POST /v1/agent/verify/signature, registered device", setup: fixed(s.host, posts(s.host, regBodies), nc)},
 		{name: "verify-unreg", group: "verify", unit: "req", workers: nc, server: "caddy",

@@ -50,6 +50,15 @@ func minimalHandler() http.Handler {
 		Timestamp *int64  `json:"timestamp"`
 	}
 	mux := http.NewServeMux()
+	// GET /static answers as Caddy's `respond "ok" 200` does: the two together
+	// (scenarios ok-proc and static) measure what Caddy itself costs a request.
+	mux.HandleFunc("GET /static", func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Server", "Caddy")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "ok")
+	})
 	mux.HandleFunc("POST /v1/agent/verify/signature", func(w http.ResponseWriter, r *http.Request) {
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 			http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)

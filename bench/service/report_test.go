@@ -17,6 +17,7 @@ var baselines = map[string]struct {
 }{
 	"minimal-proc": {"minimal", 1}, "verify-reg": {"minimal", 1}, "verify-unreg": {"minimal", 1},
 	"device": {"static", 1}, "public-key": {"static", 1}, "leaderboard": {"static-board", 1},
+	"static":   {"ok-proc", 1},
 	"exchange": {"signs", 1},
 	"register": {"commits", 0.5},
 }
@@ -102,6 +103,9 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 		fmt.Fprintf(&b, "- the minimal server reaches %.2f of the raw Verify rate; palmgate (registered) %.2f\n", x,
 			func() float64 { y, _ := ratioOf(results, "verify-reg", "ed25519", rate); return y }())
 	}
+	if ceiling, tax, ok := caddyCeiling(results); ok {
+		fmt.Fprintf(&b, "- Caddy's own cost of a request: %.1f µs of server CPU (static through Caddy minus ok-proc); with it, verify/signature through Caddy at no cost beyond the minimal server's would reach %.2f of minimal-proc (CPU)\n", tax, ceiling)
+	}
 	p99 := func(r result) float64 { return float64(r.P99) }
 	for _, l := range []string{"device", "public-key"} {
 		if x, ok := ratioOf(results, "leaderboard", l, p99); ok {
@@ -164,4 +168,21 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	}
 	goal("4. registrations / (synced commits / 2)", "register", "commits", 0.5, goalRegister, true)
 	return b.String()
+}
+
+// caddyCeiling is what Caddy's own layer costs a request (the server CPU of a
+// static `respond` through Caddy minus that of the same answer from the minimal
+// server's process, medians over rounds) and the best CPU ratio verify/signature
+// could then reach against minimal-proc: minimal-proc's CPU per request over the
+// same plus Caddy's cost, as if palmgate's handler cost exactly what the minimal
+// handler does.
+func caddyCeiling(results map[string][]result) (ceiling, tax float64, ok bool) {
+	st, okp, mp := results["static"], results["ok-proc"], results["minimal-proc"]
+	if len(st) == 0 || len(okp) == 0 || len(mp) == 0 {
+		return 0, 0, false
+	}
+	server := func(r result) float64 { return perOp(r.ProcessCPU, r) }
+	tax = loadgen.MedianOf(st, server) - loadgen.MedianOf(okp, server)
+	minimal := loadgen.MedianOf(mp, totalCPU)
+	return minimal / (minimal + tax), tax, true
 }
