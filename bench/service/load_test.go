@@ -108,8 +108,6 @@ func TestServiceLoad(t *testing.T) {
 	sign := newSigner(t)
 	commit, storeCommit := badgerCommits(t), storeCommits(t)
 	run := randHex(3)
-	var maxRate, exchangeBest float64 // exchanges/s: the signatures' CPU bound, the best round
-	var exchangeReq [][]byte
 
 	start := time.Now()
 	regBodies, unregBodies := verifyBodies(cfg, s.owners, requestSample, requestSample, 1)
@@ -160,26 +158,9 @@ func TestServiceLoad(t *testing.T) {
 	}
 	nc := *loadConns
 
-	// The exchange: each code once, from the round's share of the pool.
-	var exchangeNext atomic.Int64
-	var exchangeEnd int64
-	exchangeSetup := func(w int) (func() error, func(), error) {
-		c, err := loadgen.Dial(s.host)
-		if err != nil {
-			return nil, nil, err
-		}
-		return func() error {
-			i := exchangeNext.Add(1) - 1
-			if i >= exchangeEnd {
-				return loadgen.ErrPoolDone
-			}
-			code, err := c.RoundTrip(exchangeReq[i])
-			if err == nil && code != http.StatusOK {
-				err = fmt.Errorf("token: status %d", code)
-			}
-			return err
-		}, func() { c.Close() }, nil
-	}
+	// The exchanges: each code once, from the round's share of the pool, for
+	// the ES256 client (the rate goal) and the RS256 one (the ratio goal).
+	es, rs := &exchangePool{client: clientID}, &exchangePool{client: clientIDRS}
 
 	// Registrations: prepared before each round (the init timestamp must be
 	// fresh), made on the spot should the round outrun the pool.
@@ -231,29 +212,13 @@ func TestServiceLoad(t *testing.T) {
 		{name: "signs", group: "token", unit: "exchange's 3 signatures", workers: procs(), server: "self",
 			what: fmt.Sprintf("core/keys: ES256 ID token, access and refresh tokens, %d goroutines", procs()), setup: inproc(sign.sign3)},
 		{name: "exchange", group: "token", unit: "req", workers: nc, server: "caddy",
-			what: "POST /oauth2/token, grant_type=authorization_code (PKCE, client_secret_post), each code once",
-			prepare: func(r int) error {
-				rate := maxRate * codePoolMargin
-				if exchangeBest > 0 {
-					rate = min(rate, 1.5*exchangeBest)
-				}
-				n := int(rate*(*loadWarmup+*loadDuration).Seconds()) + 100
-				start := time.Now()
-				codes, err := s.mintCodes(n, *loadAgents)
-				if err != nil {
-					return fmt.Errorf("minting codes: %w", err)
-				}
-				logf("minted %d codes in %s (%.0f/s; 4 requests and 3 synced commits each)", n, time.Since(start).Round(time.Millisecond),
-					float64(n)/time.Since(start).Seconds())
-				exchangeReq = exchangeReq[:0]
-				for _, c := range codes {
-					exchangeReq = append(exchangeReq, loadgen.PostRequest(s.host, "/oauth2/token", "application/x-www-form-urlencoded", c))
-				}
-				exchangeNext.Store(0)
-				exchangeEnd = int64(len(exchangeReq))
-				return nil
-			},
-			setup: exchangeSetup},
+			what:    "POST /oauth2/token, grant_type=authorization_code (PKCE, client_secret_post), each code once; ES256 ID tokens",
+			prepare: func(int) error { return es.prepare(s) }, setup: es.setup(s.host)},
+		{name: "signs-rs", group: "token", unit: "exchange's 3 signatures", workers: procs(), server: "self",
+			what: fmt.Sprintf("core/keys: RS256 ID token, ES256 access and refresh tokens, %d goroutines", procs()), setup: inproc(sign.sign3RS)},
+		{name: "exchange-rs", group: "token", unit: "req", workers: nc, server: "caddy",
+			what:    "the same exchange for a client with the default RS256 ID tokens",
+			prepare: func(int) error { return rs.prepare(s) }, setup: rs.setup(s.host)},
 		{name: "commits", group: "register", unit: "commit", workers: *loadAgents, server: "self",
 			what: fmt.Sprintf("Badger's own DB.Update of one 64-byte value, SyncWrites, %d goroutines", *loadAgents), setup: inproc(commit)},
 		{name: "store-commits", group: "register", unit: "commit", workers: *loadAgents, server: "self",
@@ -273,11 +238,10 @@ func TestServiceLoad(t *testing.T) {
 	// exchanges the cores could do, however busy the machine is while this is
 	// estimated), later ones by 1.5 times the fastest round so far.
 	if selected("exchange") {
-		before := loadgen.SampleCPU(0)
-		ops := measureRate(sign.sign3, procs(), 2*time.Second) * 2
-		cpu := (loadgen.SampleCPU(0).Self - before.Self).Seconds() / ops
-		maxRate = float64(procs()) / cpu
-		logf("the three signatures cost %.0f µs of CPU: at most %.0f exchanges/s on %d cores", cpu*1e6, maxRate, procs())
+		es.maxRate = signingBound(sign.sign3, "ES256")
+	}
+	if selected("exchange-rs") {
+		rs.maxRate = signingBound(sign.sign3RS, "RS256")
 	}
 
 	scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !selected(sc.name) })
@@ -307,8 +271,11 @@ func TestServiceLoad(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d, %s: %v", r+1, sc.name, err)
 			}
-			if sc.name == "exchange" {
-				exchangeBest = max(exchangeBest, res.Rate())
+			switch sc.name {
+			case "exchange":
+				es.best = max(es.best, res.Rate())
+			case "exchange-rs":
+				rs.best = max(rs.best, res.Rate())
 			}
 			if sc.name == "register" {
 				// The next round prepares what this one used, and a third more.
@@ -421,4 +388,73 @@ func (s *site) checkRegistered() error {
 		return fmt.Errorf("leaderboard: %.200s", body)
 	}
 	return nil
+}
+
+// exchangePool is the pool of code exchanges of one client: each code once,
+// minted before each round.
+type exchangePool struct {
+	client  string
+	maxRate float64 // exchanges/s the signatures' CPU allows: the first pool's size
+	best    float64 // exchanges/s of the best round so far
+	reqs    [][]byte
+	next    atomic.Int64
+	end     int64
+}
+
+// prepare mints the round's codes. The pool must outlast warm-up and measured
+// time: the first round's is sized by the CPU time of the signatures alone (the
+// most exchanges the cores could do, however busy the machine is while this is
+// estimated), later ones by 1.5 times the fastest round so far.
+func (p *exchangePool) prepare(s *site) error {
+	rate := p.maxRate * codePoolMargin
+	if p.best > 0 {
+		rate = min(rate, 1.5*p.best)
+	}
+	n := int(rate*(*loadWarmup+*loadDuration).Seconds()) + 100
+	start := time.Now()
+	codes, err := s.mintCodesOf(p.client, n, *loadAgents)
+	if err != nil {
+		return fmt.Errorf("minting codes: %w", err)
+	}
+	logf("minted %d codes of %s in %s (%.0f/s; 4 requests and 3 synced commits each)", n, p.client,
+		time.Since(start).Round(time.Millisecond), float64(n)/time.Since(start).Seconds())
+	p.reqs = p.reqs[:0]
+	for _, c := range codes {
+		p.reqs = append(p.reqs, loadgen.PostRequest(s.host, "/oauth2/token", "application/x-www-form-urlencoded", c))
+	}
+	p.next.Store(0)
+	p.end = int64(len(p.reqs))
+	return nil
+}
+
+// setup is the scenario's worker: one code from the pool per operation.
+func (p *exchangePool) setup(host string) func(int) (func() error, func(), error) {
+	return func(int) (func() error, func(), error) {
+		c, err := loadgen.Dial(host)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func() error {
+			i := p.next.Add(1) - 1
+			if i >= p.end {
+				return loadgen.ErrPoolDone
+			}
+			code, err := c.RoundTrip(p.reqs[i])
+			if err == nil && code != http.StatusOK {
+				err = fmt.Errorf("token: status %d", code)
+			}
+			return err
+		}, func() { c.Close() }, nil
+	}
+}
+
+// signingBound measures the CPU of one exchange's signatures (sign3) and
+// returns the exchanges per second that alone would allow on every core.
+func signingBound(sign3 func() error, idAlg string) float64 {
+	before := loadgen.SampleCPU(0)
+	ops := measureRate(sign3, procs(), 2*time.Second) * 2
+	cpu := (loadgen.SampleCPU(0).Self - before.Self).Seconds() / ops
+	bound := float64(procs()) / cpu
+	logf("the three signatures (%s ID token) cost %.0f µs of CPU: at most %.0f exchanges/s on %d cores", idAlg, cpu*1e6, bound, procs())
+	return bound
 }

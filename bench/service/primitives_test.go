@@ -196,7 +196,8 @@ type refreshClaims struct {
 }
 
 // signer signs what one code exchange signs (core/oidc's sign): an ES256
-// access token, an ES256 ID token (the bench client's id_token_signed_response_alg)
+// access token, an ID token (ES256 for the bench client, its
+// id_token_signed_response_alg; RS256 for the bench-rs client, the default)
 // and an ES256 refresh token, with core/keys
 // and claims of the same shape and sizes.
 type signer struct {
@@ -218,8 +219,16 @@ func newSigner(t testing.TB) *signer {
 	return &signer{set: set, issuer: "http://127.0.0.1:41234/oauth2"}
 }
 
-// sign3 makes the three tokens of one exchange.
-func (s *signer) sign3() error {
+// sign3 makes the three tokens of one exchange of the bench client (an ES256 ID
+// token).
+func (s *signer) sign3() error { return s.sign3With(keys.ES256, clientID) }
+
+// sign3RS makes the three tokens of one exchange of the RS256 client.
+func (s *signer) sign3RS() error { return s.sign3With(keys.RS256, clientIDRS) }
+
+// sign3With makes the three tokens of one exchange of client, its ID token
+// signed with idAlg.
+func (s *signer) sign3With(idAlg, clientID string) error {
 	now := time.Now()
 	sub := strings.Repeat("S", 43) // a pairwise subject
 	grantID := uuid.NewString()
@@ -233,7 +242,7 @@ func (s *signer) sign3() error {
 	}); err != nil {
 		return err
 	}
-	if _, err := s.set.Sign(keys.ES256, oidc.TypeIDToken, oidc.IDClaims{
+	if _, err := s.set.Sign(idAlg, oidc.TypeIDToken, oidc.IDClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)),

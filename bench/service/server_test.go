@@ -35,7 +35,10 @@ func TestMain(m *testing.M) { testserver.Main(m) }
 
 // The OAuth client of the code exchanges.
 const (
-	clientID    = "bench"
+	clientID = "bench"
+	// clientIDRS is a client with the default ID-token algorithm, RS256: the
+	// exchange goal's ratio to its signing work is measured on it.
+	clientIDRS  = "bench-rs"
 	redirectURI = "https://bench.example/callback"
 )
 
@@ -62,6 +65,10 @@ const caddyfile = `{
 			secret {secret}
 			redirect_uri ` + redirectURI + `
 			id_token_signed_response_alg ES256
+		}
+		client ` + clientIDRS + ` {
+			secret {secret}
+			redirect_uri ` + redirectURI + `
 		}
 	}
 }
@@ -440,6 +447,11 @@ func parallel(n int, f func(int)) {
 // each as the form body of its exchange: authorize (with PKCE), the login page
 // (JSON), the bench attestor's assertion, the redirect back with the code.
 func (s *site) mintCodes(n, workers int) ([][]byte, error) {
+	return s.mintCodesOf(clientID, n, workers)
+}
+
+// mintCodesOf is mintCodes for the given client of the site.
+func (s *site) mintCodesOf(client string, n, workers int) ([][]byte, error) {
 	out := make([][]byte, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -457,7 +469,7 @@ func (s *site) mintCodes(n, workers int) ([][]byte, error) {
 				if i >= n {
 					return
 				}
-				if out[i], err = s.mintCode(c, i); err != nil {
+				if out[i], err = s.mintCode(c, client, i); err != nil {
 					errs[w] = err
 					return
 				}
@@ -468,11 +480,11 @@ func (s *site) mintCodes(n, workers int) ([][]byte, error) {
 	return out, errors.Join(errs...)
 }
 
-func (s *site) mintCode(c *loadgen.Conn, i int) ([]byte, error) {
+func (s *site) mintCode(c *loadgen.Conn, client string, i int) ([]byte, error) {
 	verifier := randB64(32)
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{
-		"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirectURI},
+		"response_type": {"code"}, "client_id": {client}, "redirect_uri": {redirectURI},
 		"scope": {"openid offline_access"}, "state": {"st" + strconv.Itoa(i)}, "nonce": {"n-" + randHex(8)},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
 	}
@@ -500,7 +512,7 @@ func (s *site) mintCode(c *loadgen.Conn, i int) ([]byte, error) {
 	}
 	return []byte(url.Values{
 		"grant_type": {"authorization_code"}, "code": {query(loc, "code")}, "redirect_uri": {redirectURI},
-		"code_verifier": {verifier}, "client_id": {clientID}, "client_secret": {s.secret},
+		"code_verifier": {verifier}, "client_id": {client}, "client_secret": {s.secret},
 	}.Encode()), nil
 }
 
