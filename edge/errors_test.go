@@ -50,8 +50,9 @@ func TestBodyTooLarge(t *testing.T) {
 }
 
 // TestRateLimit: past the rate limit, unauthenticated writes are 429 with
-// Retry-After; failed token requests count and a client out of them is refused
-// before its credentials are checked.
+// Retry-After, each in its route's dialect (the /v1 body, OAuth's
+// temporarily_unavailable, the signed-out page); failed token requests count and
+// a client out of them is refused before its credentials are checked.
 func TestRateLimit(t *testing.T) {
 	t.Run("v1", func(t *testing.T) {
 		e := newEnv(t, withRateLimit(2))
@@ -68,10 +69,20 @@ func TestRateLimit(t *testing.T) {
 		e := newEnv(t, withRateLimit(1))
 		e.authorize(t, authorizeQuery())
 		w := e.get(t, "/oauth2/authorize?"+authorizeQuery().Encode())
-		wantStatus(t, w, http.StatusTooManyRequests)
+		wantOAuthError(t, w, http.StatusTooManyRequests, "temporarily_unavailable")
 		wantRetryAfter(t, w)
 		if w.Header().Get("Location") != "" || len(w.Result().Cookies()) != 0 {
 			t.Error("a refused authorization request redirected or set a cookie")
+		}
+	})
+	t.Run("logout", func(t *testing.T) {
+		e := newEnv(t, withRateLimit(1))
+		e.get(t, "/oauth2/logout")
+		w := e.get(t, "/oauth2/logout")
+		wantStatus(t, w, http.StatusTooManyRequests)
+		wantRetryAfter(t, w)
+		if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("Content-Type %q, want the signed-out page", ct)
 		}
 	})
 	t.Run("token failures", func(t *testing.T) {
@@ -82,7 +93,7 @@ func TestRateLimit(t *testing.T) {
 			wantOAuthError(t, e.postForm(t, "/oauth2/token", bad, nil), http.StatusUnauthorized, "invalid_client")
 		}
 		w := e.postForm(t, "/oauth2/token", codeForm("whatever"), nil) // the right secret, now
-		wantStatus(t, w, http.StatusTooManyRequests)
+		wantOAuthError(t, w, http.StatusTooManyRequests, "temporarily_unavailable")
 		wantRetryAfter(t, w)
 		if strings.Contains(w.Body.String(), "invalid_grant") {
 			t.Error("a client out of requests had its request checked")

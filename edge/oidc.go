@@ -215,7 +215,8 @@ func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
 // when it fails. A client address out of failures is refused before any work:
 // failures count against its rate limit, so secrets cannot be guessed quickly.
 func (s *Server) clientRequest(w http.ResponseWriter, r *http.Request) (oidc.ClientRequest, bool) {
-	if !s.limiter.admits(w, r) {
+	if refused := s.limiter.admits(r); refused != nil {
+		s.writeOAuthError(w, r, refused)
 		return oidc.ClientRequest{}, false
 	}
 	params, err := formParams(w, r)

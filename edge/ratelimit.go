@@ -87,34 +87,32 @@ func (l *limiter) bucket(r *http.Request, now time.Time) *rate.Limiter {
 	return c.bucket
 }
 
-// allow takes one request from the client's bucket, or answers 429 with
-// Retry-After and returns false.
-func (l *limiter) allow(w http.ResponseWriter, r *http.Request) bool {
+// allow takes one request from the client's bucket, or returns the refusal (429
+// with Retry-After) for the caller to answer in its dialect.
+func (l *limiter) allow(r *http.Request) *fault.Error {
 	if l == nil {
-		return true
+		return nil
 	}
 	now := time.Now()
 	b := l.bucket(r, now)
 	if b.AllowN(now, 1) {
-		return true
+		return nil
 	}
-	l.refuse(w, b, now)
-	return false
+	return l.refusal(b, now)
 }
 
-// admits reports whether the client has a request left, without taking it (for
-// endpoints that only count failures), answering 429 when it has not.
-func (l *limiter) admits(w http.ResponseWriter, r *http.Request) bool {
+// admits is allow without taking the request (for endpoints that only count
+// failures).
+func (l *limiter) admits(r *http.Request) *fault.Error {
 	if l == nil {
-		return true
+		return nil
 	}
 	now := time.Now()
 	b := l.bucket(r, now)
 	if b.TokensAt(now) >= 1 {
-		return true
+		return nil
 	}
-	l.refuse(w, b, now)
-	return false
+	return l.refusal(b, now)
 }
 
 // charge takes one request from the client's bucket (a failure that counts).
@@ -124,11 +122,12 @@ func (l *limiter) charge(r *http.Request) {
 	}
 }
 
-func (l *limiter) refuse(w http.ResponseWriter, b *rate.Limiter, now time.Time) {
+// refusal is the fault of a client out of requests: 429, retry when its bucket
+// holds one again.
+func (l *limiter) refusal(b *rate.Limiter, now time.Time) *fault.Error {
 	wait := (1 - b.TokensAt(now)) / float64(l.every)
-	e, retry := v1Error(&fault.Error{Class: fault.TooMany, Code: codeRateLimited,
-		Message: "too many requests from this address; retry later", RetryAfter: time.Duration(math.Ceil(max(wait, 1))) * time.Second})
-	writeV1(w, e, retry)
+	return &fault.Error{Class: fault.TooMany, Code: codeRateLimited,
+		Message: "too many requests from this address; retry later", RetryAfter: time.Duration(math.Ceil(max(wait, 1))) * time.Second}
 }
 
 // address is the client address that per-address limits count r under, or ""
@@ -152,10 +151,16 @@ func RemoteIP(r *http.Request) string {
 }
 
 // limited wraps a handler of unauthenticated writes with the rate limit.
-func (s *Server) limited(h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) limited(h http.HandlerFunc, write errorWriter) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.limiter.allow(w, r) {
-			h(w, r)
+		if refused := s.limiter.allow(r); refused != nil {
+			write(w, r, refused)
+			return
 		}
+		h(w, r)
 	}
 }
+
+// errorWriter answers an error in one dialect: writeError (/v1 JSON),
+// writeOAuthError (OAuth JSON), writeLogoutError (the signed-out page).
+type errorWriter func(http.ResponseWriter, *http.Request, error)

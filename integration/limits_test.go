@@ -28,11 +28,16 @@ func limServer(t *testing.T, shop oidcClient, lines ...string) *env {
 	return start(t, testserver.Options{Global: strings.Join(append(lines, shop.config()), "\n")})
 }
 
-// expectRateLimited checks a 429: the /v1 error body with code rate_limited and
+// expectRateLimited checks a 429 in the dialect of the route (the /v1 error body
+// with code rate_limited, or OAuth's temporarily_unavailable under /oauth2) and
 // a Retry-After of whole seconds from 1 to maxWait.
 func expectRateLimited(t *testing.T, r *testserver.Response, maxWait int) {
 	t.Helper()
-	r.ExpectError(t, http.StatusTooManyRequests, "rate_limited", "")
+	if _, path, _ := strings.Cut(r.Request, " "); strings.Contains(path, "/oauth2/") {
+		expectOAuthError(t, r, http.StatusTooManyRequests, "temporarily_unavailable")
+	} else {
+		r.ExpectError(t, http.StatusTooManyRequests, "rate_limited", "")
+	}
 	ra := r.Header.Values("Retry-After")
 	if len(ra) != 1 {
 		t.Errorf("%s: Retry-After %q, want one value", r.Request, ra)
