@@ -29,6 +29,9 @@ func wantHealth(t *testing.T, w *recorder, status int, bodyStatus, reason string
 	if got, _ := m["reason"].(string); got != reason {
 		t.Errorf("reason = %q, want %q", got, reason)
 	}
+	if _, ok := m["version"]; ok {
+		t.Errorf("a public probe tells the version: %s", w.Body)
+	}
 	if status == http.StatusServiceUnavailable {
 		wantRetryAfter(t, w)
 	} else if ra := w.Header().Get("Retry-After"); ra != "" {

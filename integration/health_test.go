@@ -121,3 +121,14 @@ func TestHealthReadyDatabaseRestart(t *testing.T) {
 		t.Errorf("the log does not say that palmgate is ready again")
 	}
 }
+
+// TestExampleHealthProbes: Caddyfile.example as it ships serves both probes.
+func TestExampleHealthProbes(t *testing.T) {
+	t.Parallel()
+	e := start(t, testserver.Options{Caddyfile: exampleCaddyfile(t)})
+	for _, path := range []string{"/health/alive", "/health/ready"} {
+		if p := e.healthProbe(t, path); p.status != http.StatusOK || p.body["status"] != "ok" {
+			t.Errorf("GET %s on Caddyfile.example: %d %s, want 200 {\"status\":\"ok\"}", path, p.status, p.raw)
+		}
+	}
+}
