@@ -20,8 +20,11 @@ func init() {
 //
 //	POST /palmgate/keys/rotate   new active signing keys (RS256, ES256, EdDSA); the old
 //	                             ones stay in the JWKS so issued tokens keep verifying
-//	GET  /palmgate/stats         live record counts by kind (a full scan: for
-//	                             operators and tests, not for monitoring at high rates)
+//	GET  /palmgate/stats         palmgate's version and live record counts by kind (a
+//	                             full scan: for operators and tests, not for monitoring
+//	                             at high rates)
+//	GET  /palmgate/health/alive|ready
+//	                             the health probes, with the version (admin_health.go)
 //	/palmgate/clients[/...]      the clients: list, show, create, update, rotate the
 //	                             secret of and delete (admin_clients.go)
 //	DELETE /palmgate/portal/sessions/{owner}
@@ -44,6 +47,7 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/palmgate/clients", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/clients/", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/portal/sessions/", Handler: caddy.AdminHandlerFunc(adminPortalSessions)},
+		{Pattern: "/palmgate/health/", Handler: caddy.AdminHandlerFunc(adminHealth)},
 	}
 }
 
@@ -69,7 +73,7 @@ func stats(w http.ResponseWriter, r *http.Request) error {
 		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	return json.NewEncoder(w).Encode(map[string]any{"records": counts})
+	return json.NewEncoder(w).Encode(map[string]any{"version": Version(), "records": counts})
 }
 
 func rotateKeys(w http.ResponseWriter, r *http.Request) error {

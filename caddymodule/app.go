@@ -256,6 +256,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		ClientIP:  clientIP,
 		Portal:    a.portalHandler(),
 		Logger:    a.logger,
+		Store:     a.store,
 	})
 	if a.Dev {
 		a.logger.Warn("palmgate dev mode: palm scans can be simulated; never use it in production")
@@ -415,6 +416,7 @@ func (a *App) Start() error {
 		a.keys.Watch(ctx, keys.ReloadInterval)
 	}()
 	a.stopWatch = func() { cancel(); <-done }
+	a.logger.Info("palmgate started", zap.String("version", Version()), zap.String("issuer", a.Issuer))
 	return nil
 }
 

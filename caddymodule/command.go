@@ -20,8 +20,8 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "palmgate",
-		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | client ... | " + migrateUsage,
-		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; client add|list|show|update|rotate-secret|remove; migrate: Badger to PostgreSQL)",
+		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | client ... | " + migrateUsage + " | version | keygen | scan ...",
+		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; client add|list|show|update|rotate-secret|remove; migrate: Badger to PostgreSQL; version; keygen, scan: test without the palm app)",
 		Long: `
 palmgate's command-line tools.
 
@@ -30,6 +30,9 @@ palmgate's command-line tools.
   caddy palmgate client add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--json]
   caddy palmgate client list|show <id>|update <id> ...|rotate-secret <id> [--grace 24h]|remove <id>
   caddy palmgate portal end-sessions <owner> [--json]
+  caddy palmgate version
+  caddy palmgate keygen [--p256] [--out <file>] [--name <attestor name>]
+  caddy palmgate scan <scan-url> --key <private key file> --attestor <name> --subject <id> [--deny]
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			hash := &cobra.Command{
@@ -59,6 +62,7 @@ API, autosave.json) never holds the secret in clear.
 			cmd.AddCommand(newMigrateCommand())
 			addClientCommands(cmd)
 			addPortalCommands(cmd)
+			addToolCommands(cmd)
 		},
 	})
 }

@@ -29,7 +29,8 @@ func init() {
 }
 
 // Handler serves the palmgate identity service of the `palmgate` app: /oauth2/*,
-// /v1/* and the developer portal /portal/*. Every other request goes to the next handler.
+// /v1/*, the developer portal /portal/* and the health probes /health/alive and
+// /health/ready. Every other request goes to the next handler.
 type Handler struct {
 	app *App
 }

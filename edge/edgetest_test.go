@@ -192,7 +192,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 	}
 	e.srv = edge.New(edge.Config{
 		Issuer: testIssuer, Palm: e.palm, Agents: e.agents, OIDC: e.oidc, Keys: e.keys,
-		RateLimit: o.rateLimit,
+		RateLimit: o.rateLimit, Store: store,
 	})
 	return e
 }

@@ -197,11 +197,12 @@ func TestClientGone(t *testing.T) {
 }
 
 // TestOwnsPath: the Caddy handler hands palmgate /v1, /oauth2 and /portal and
-// what is under them, nothing else.
+// what is under them, and the two health probes, nothing else.
 func TestOwnsPath(t *testing.T) {
 	for p, want := range map[string]bool{
 		"/v1": true, "/v1/agent/register/init": true, "/oauth2/token": true, "/portal": true, "/portal/apps": true,
-		"/": false, "/v10": false, "/oauth2x/token": false, "/health/ready": false, "/app/v1/x": false,
+		"/": false, "/v10": false, "/oauth2x/token": false, "/app/v1/x": false,
+		"/health/alive": true, "/health/ready": true, "/health": false, "/health/other": false, "/healthz": false,
 	} {
 		if got := edge.OwnsPath(p); got != want {
 			t.Errorf("OwnsPath(%q) = %v, want %v", p, got, want)

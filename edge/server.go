@@ -22,6 +22,7 @@ import (
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage"
 )
 
 // Config builds a Server from the core services.
@@ -42,6 +43,8 @@ type Config struct {
 	Portal http.Handler
 	// Logger logs the failures that are not the client's; nil logs nothing.
 	Logger *zap.Logger
+	// Store is what /health/ready checks (health.go); nil: never ready.
+	Store storage.Store
 }
 
 // Server serves palmgate's paths: /oauth2/*, /v1/* and the portal's /portal/*.
@@ -57,6 +60,7 @@ type Server struct {
 	mux      *http.ServeMux
 	board    boardEncodings
 	portal   http.Handler
+	health   health
 }
 
 // New builds the server and its routes.
@@ -65,6 +69,7 @@ func New(cfg Config) *Server {
 		issuer: strings.TrimSuffix(cfg.Issuer, "/"),
 		palm:   cfg.Palm, agents: cfg.Agents, oidc: cfg.OIDC, keys: cfg.Keys,
 		logger: cfg.Logger, clientIP: cfg.ClientIP, portal: cfg.Portal,
+		health: health{store: cfg.Store},
 	}
 	if s.logger == nil {
 		s.logger = zap.NewNop()
@@ -78,8 +83,12 @@ func New(cfg Config) *Server {
 }
 
 // OwnsPath reports whether p is one of palmgate's paths (/v1, /oauth2 and /portal,
-// and what is under them); the Caddy handler passes the others on.
+// and what is under them, and the two health probes); the Caddy handler passes
+// the others on.
 func OwnsPath(p string) bool {
+	if p == PathAlive || p == PathReady {
+		return true
+	}
 	for _, prefix := range []string{"/v1", "/oauth2", "/portal"} {
 		if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
 			return true
@@ -137,6 +146,8 @@ func (s *Server) routes() *http.ServeMux {
 	route("/oauth2/introspect", map[string]http.HandlerFunc{"POST": s.handleIntrospect})
 	route("/oauth2/revoke", map[string]http.HandlerFunc{"POST": s.handleRevoke})
 	route("/oauth2/logout", map[string]http.HandlerFunc{"GET": s.limited(s.handleLogout, s.writeLogoutError), "POST": s.limited(s.handleLogout, s.writeLogoutError)})
+	route(PathAlive, map[string]http.HandlerFunc{"GET": s.handleAlive})
+	route(PathReady, map[string]http.HandlerFunc{"GET": s.handleReady})
 	mux.HandleFunc("/oauth2/check", s.handleCheck)
 	mux.HandleFunc("/oauth2/check/", s.handleCheck) // gateways that append the original path (Envoy ext_authz)
 	if s.portal != nil {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // DevAttestorName is the `iss` of simulated palm scans in dev mode.
@@ -43,19 +41,7 @@ func (d *DevAttestor) Sign(challengeID, nonce, palmSubject string) (string, erro
 	if palmSubject == "" || len(palmSubject) > maxPalmSubjectLen {
 		return "", fmt.Errorf("%w: palmSubject must be 1 to %d bytes", ErrMalformed, maxPalmSubjectLen)
 	}
-	now := d.now()
-	claims := Claims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer:    DevAttestorName,
-			Subject:   palmSubject,
-			Audience:  jwt.ClaimStrings{d.audience},
-			IssuedAt:  jwt.NewNumericDate(now),
-			ExpiresAt: jwt.NewNumericDate(now.Add(time.Minute)),
-		},
-		Challenge: challengeID,
-		Nonce:     nonce,
-	}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims).SignedString(d.key)
+	s, err := Engine{Name: DevAttestorName, Audience: d.audience, Key: d.key, Now: d.now}.Sign(challengeID, nonce, palmSubject)
 	if err != nil {
 		return "", errors.Join(errors.New("signing dev assertion"), err)
 	}
