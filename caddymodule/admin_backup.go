@@ -37,11 +37,14 @@ func adminBackup(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return adminError(http.StatusNotImplemented, "the %s store cannot be backed up", app.Storage.Backend)
 	}
-	log := caddy.Log().Named("palmgate.backup")
-	began := time.Now()
-	header := storage.BackupHeader{Palmgate: moduleVersion(), Created: began.UTC(), Backend: app.Storage.Backend}
+	header := storage.BackupHeader{Palmgate: moduleVersion(), Created: time.Now().UTC(), Backend: app.Storage.Backend}
+	return serveBackup(w, r, src, header, caddy.Log().Named("palmgate.backup"))
+}
+
+// serveBackup streams the backup of src as the answer to r.
+func serveBackup(w http.ResponseWriter, r *http.Request, src storage.Exporter, header storage.BackupHeader, log *zap.Logger) error {
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="palmgate-%s.backup"`, began.UTC().Format("20060102T150405Z")))
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="palmgate-%s.backup"`, header.Created.Format("20060102T150405Z")))
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	out := &startedWriter{w: w}
@@ -51,9 +54,10 @@ func adminBackup(w http.ResponseWriter, r *http.Request) error {
 		if out.started {
 			panic(http.ErrAbortHandler) // the client must not take a partial body for a backup
 		}
+		w.Header().Del("Content-Disposition")
 		return caddy.APIError{HTTPStatus: http.StatusServiceUnavailable, Err: fmt.Errorf("backup: %w", err)}
 	}
-	log.Info("backup taken", zap.Int("records", sum.Records), zap.Duration("duration", time.Since(began)),
+	log.Info("backup taken", zap.Int("records", sum.Records), zap.Duration("duration", time.Since(header.Created)),
 		zap.String("backend", header.Backend))
 	return nil
 }

@@ -91,8 +91,9 @@ func WriteBackup(ctx context.Context, w io.Writer, src Exporter, header BackupHe
 	bw.Write(hj)
 	err = src.Export(ctx, func(r Record) error {
 		if len(r.Key) > MaxBackupKey || len(r.Value) > MaxBackupValue {
-			return fmt.Errorf("backup: the record %.40q is too large for a backup (key %d bytes, value %d bytes)",
-				r.Key, len(r.Key), len(r.Value))
+			// Not the key: it may name something secret (the error is logged).
+			return fmt.Errorf("backup: record %d is too large for a backup (key %d bytes, value %d bytes)",
+				sum.Records+1, len(r.Key), len(r.Value))
 		}
 		bw.WriteByte(tagRecord)
 		binary.BigEndian.PutUint32(buf[:4], uint32(len(r.Key)))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/palmgate/palmgate/internal/pgtest"
 	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/badgerstore"
 )
 
 // TestBackupRestore backs a PostgreSQL store up and restores it into another
@@ -60,6 +61,51 @@ func TestBackupRestore(t *testing.T) {
 	for i := range want {
 		if !bytes.Equal(got[i].Key, want[i].Key) || !bytes.Equal(got[i].Value, want[i].Value) || !got[i].ExpiresAt.Equal(want[i].ExpiresAt) {
 			t.Fatalf("record %d: %q=%q@%v, want %q=%q@%v", i, got[i].Key, got[i].Value, got[i].ExpiresAt,
+				want[i].Key, want[i].Value, want[i].ExpiresAt)
+		}
+	}
+}
+
+// TestBackupAcrossBackends: a PostgreSQL backup restores onto Badger, and that
+// Badger store's backup onto PostgreSQL: the same records, expiry instants within
+// Badger's whole second.
+func TestBackupAcrossBackends(t *testing.T) {
+	ctx := context.Background()
+	src := closeT(t, openT(t, config(t, pgtest.DSN(t))))
+	if err := src.Update(ctx, func(txn storage.Txn) error {
+		for i := range 20 {
+			if err := txn.Set(fmt.Appendf(nil, "x/k/%02d", i), []byte{byte(i)}, time.Duration(i%2)*time.Hour); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	backup := func(e storage.Exporter) []byte {
+		var buf bytes.Buffer
+		if _, err := storage.WriteBackup(ctx, &buf, e, storage.BackupHeader{}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	bs, err := badgerstore.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bs.Close()
+	if _, n, err := storage.RestoreBackup(ctx, bs, bytes.NewReader(backup(src))); err != nil || n != 20 {
+		t.Fatalf("PostgreSQL to Badger: %d, %v", n, err)
+	}
+	dst := closeT(t, openT(t, config(t, pgtest.DSN(t))))
+	if _, n, err := storage.RestoreBackup(ctx, dst, bytes.NewReader(backup(bs))); err != nil || n != 20 {
+		t.Fatalf("Badger to PostgreSQL: %d, %v", n, err)
+	}
+	want, got := exportAll(t, src), exportAll(t, dst)
+	for i := range want {
+		if !bytes.Equal(got[i].Key, want[i].Key) || !bytes.Equal(got[i].Value, want[i].Value) ||
+			got[i].ExpiresAt.IsZero() != want[i].ExpiresAt.IsZero() || got[i].ExpiresAt.Sub(want[i].ExpiresAt).Abs() > time.Second {
+			t.Errorf("record %d: %q=%q@%v, want %q=%q@%v", i, got[i].Key, got[i].Value, got[i].ExpiresAt,
 				want[i].Key, want[i].Value, want[i].ExpiresAt)
 		}
 	}
