@@ -288,7 +288,7 @@ func readBackup(ctx context.Context, r io.Reader, fn func(Record) error) (Backup
 	if !bytes.Equal(want, sum.SHA256[:]) {
 		return sum, fmt.Errorf("%w: the SHA-256 checksum does not match (the file was damaged or altered)", ErrBadBackup)
 	}
-	if n, _ := br.r.Read(make([]byte, 1)); n > 0 {
+	if n, _ := io.ReadFull(br.r, make([]byte, 1)); n > 0 {
 		return sum, fmt.Errorf("%w: data follows the end of the backup", ErrBadBackup)
 	}
 	return sum, nil
