@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -22,13 +23,15 @@ import (
 //	records   each: the byte 'R', uint32 key length, key, uint32 value length, value,
 //	          int64 expiry in Unix microseconds (0: never expires)
 //	trailer   the byte 'E', uint64 record count, then the SHA-256 of every byte of
-//	          the file before it (magic through the count)
+//	          the file before it (magic through the count); in a backup made with
+//	          a key (the header's "mac" is "hmac-sha256"), their HMAC-SHA256 under it
 //
 // and nothing after. The records are a store's live records in ascending key order,
 // from one consistent snapshot. The record count is in the trailer, not the header:
 // the file is written as the snapshot is read, and the count is known only at the
 // end. The checksum detects a damaged or truncated file and naive tampering, not a
-// forger who recomputes it.
+// forger who recomputes it; the HMAC of a backup made with a key stops a forger who
+// does not hold the key.
 const (
 	backupMagic = "palmgate-backup\n"
 	// BackupFormat is the version of the backup file format this code writes and reads.
@@ -59,7 +62,48 @@ type BackupHeader struct {
 	Created time.Time `json:"created"`
 	// Backend names the kind of store backed up ("badger", "postgres").
 	Backend string `json:"backend,omitempty"`
+	// MAC is "hmac-sha256" in a backup made with a key, "" otherwise; Backup.Write
+	// sets it.
+	MAC string `json:"mac,omitempty"`
 }
+
+// macHMACSHA256 is BackupHeader.MAC of a backup made with a key.
+const macHMACSHA256 = "hmac-sha256"
+
+// minBackupKey is the shortest key Backup accepts.
+const minBackupKey = 16
+
+// Backup writes and reads backup files. The zero value makes and reads backups
+// checked by SHA-256 only.
+type Backup struct {
+	// Key, when not empty (at least 16 bytes), authenticates backups: Write ends the
+	// file with an HMAC-SHA256 under Key instead of a SHA-256, and reading refuses a
+	// backup without such an HMAC, or with one under another key. Reading a backup
+	// made with a key needs the key.
+	Key []byte
+}
+
+// newHash returns the trailer's hash for a backup whose header names mac.
+func (b Backup) newHash(mac string) (hash.Hash, error) {
+	if len(b.Key) > 0 && len(b.Key) < minBackupKey {
+		return nil, fmt.Errorf("backup: the key has %d bytes; at least %d are needed", len(b.Key), minBackupKey)
+	}
+	switch {
+	case mac == macHMACSHA256 && len(b.Key) > 0:
+		return hmac.New(sha256.New, b.Key), nil
+	case mac == macHMACSHA256:
+		return nil, fmt.Errorf("%w: it was made with a key (its trailer is an HMAC-SHA256): give the key", ErrBackupKey)
+	case mac != "":
+		return nil, fmt.Errorf("%w: unknown mac %.20q in the header", ErrBadBackup, mac)
+	case len(b.Key) > 0:
+		return nil, fmt.Errorf("%w: it was made without a key, but a key was given (was it replaced?)", ErrBackupKey)
+	}
+	return sha256.New(), nil
+}
+
+// ErrBackupKey is wrapped by the error of reading a backup made with a key without
+// the key, or one made without a key with a key.
+var ErrBackupKey = errors.New("backup key mismatch")
 
 // BackupSummary describes a complete backup.
 type BackupSummary struct {
@@ -67,16 +111,29 @@ type BackupSummary struct {
 	Header BackupHeader
 	// Records is how many records the backup holds.
 	Records int
-	// SHA256 is the checksum of the trailer.
+	// SHA256 is the checksum of the trailer (its HMAC-SHA256, in a backup made with
+	// a key).
 	SHA256 [sha256.Size]byte
 }
 
-// WriteBackup writes a backup of every live record src exports (one consistent
-// snapshot) to w, described by header. On an error the file is incomplete: it lacks
-// the trailer, and VerifyBackup and RestoreBackup refuse it.
+// WriteBackup is Backup{}.Write: a backup without a key.
 func WriteBackup(ctx context.Context, w io.Writer, src Exporter, header BackupHeader) (BackupSummary, error) {
+	return Backup{}.Write(ctx, w, src, header)
+}
+
+// Write writes a backup of every live record src exports (one consistent snapshot)
+// to w, described by header. On an error the file is incomplete: it lacks the
+// trailer, and Verify and Restore refuse it.
+func (b Backup) Write(ctx context.Context, w io.Writer, src Exporter, header BackupHeader) (BackupSummary, error) {
+	header.MAC = ""
+	if len(b.Key) > 0 {
+		header.MAC = macHMACSHA256
+	}
 	sum := BackupSummary{Format: BackupFormat, Header: header}
-	h := sha256.New()
+	h, err := b.newHash(header.MAC)
+	if err != nil {
+		return sum, err
+	}
 	bw := bufio.NewWriterSize(io.MultiWriter(w, h), 64<<10)
 	hj, err := json.Marshal(header)
 	if err != nil {
@@ -129,23 +186,34 @@ func WriteBackup(ctx context.Context, w io.Writer, src Exporter, header BackupHe
 	return sum, nil
 }
 
-// VerifyBackup reads a whole backup from r and checks it: magic, format version,
-// header, the framing of every record, the count and the checksum, and that nothing
-// follows the trailer. It holds one record in memory at a time.
+// VerifyBackup is Backup{}.Verify: for a backup without a key.
 func VerifyBackup(ctx context.Context, r io.Reader) (BackupSummary, error) {
-	return readBackup(ctx, r, func(Record) error { return nil })
+	return Backup{}.Verify(ctx, r)
 }
 
-// BackupExporter is an Exporter of the records of a backup read from r, for an
-// Importer: its Export fails, wrapping ErrBadBackup, when the backup turns out
-// damaged, which may be only at its very end (the checksum), so only an all-or-nothing
-// consumer should rely on it alone. Export reads r; it can be called once.
-func BackupExporter(r io.Reader) Exporter { return backupExporter{r} }
+// Verify reads a whole backup from r and checks it: magic, format version, header,
+// the framing of every record, the count and the checksum (or HMAC), and that nothing
+// follows the trailer. It holds one record in memory at a time.
+func (b Backup) Verify(ctx context.Context, r io.Reader) (BackupSummary, error) {
+	return b.read(ctx, r, func(Record) error { return nil })
+}
 
-type backupExporter struct{ r io.Reader }
+// BackupExporter is Backup{}.Exporter: for a backup without a key.
+func BackupExporter(r io.Reader) Exporter { return Backup{}.Exporter(r) }
 
-func (b backupExporter) Export(ctx context.Context, fn func(Record) error) error {
-	_, err := readBackup(ctx, b.r, fn)
+// Exporter is an Exporter of the records of a backup read from r, for an Importer:
+// its Export fails, wrapping ErrBadBackup, when the backup turns out damaged, which
+// may be only at its very end (the checksum), so only an all-or-nothing consumer
+// should rely on it alone. Export reads r; it can be called once.
+func (b Backup) Exporter(r io.Reader) Exporter { return backupExporter{b, r} }
+
+type backupExporter struct {
+	b Backup
+	r io.Reader
+}
+
+func (e backupExporter) Export(ctx context.Context, fn func(Record) error) error {
+	_, err := e.b.read(ctx, e.r, fn)
 	return err
 }
 
@@ -158,30 +226,41 @@ func (b backupExporter) Export(ctx context.Context, fn func(Record) error) error
 // It returns the backup's summary and how many records it wrote (records expired by
 // now are not).
 func RestoreBackup(ctx context.Context, dst Importer, r io.ReadSeeker) (BackupSummary, int, error) {
-	sum, err := VerifyBackup(ctx, r)
+	return Backup{}.Restore(ctx, dst, r)
+}
+
+// Restore is RestoreBackup for backups of b.
+func (b Backup) Restore(ctx context.Context, dst Importer, r io.ReadSeeker) (BackupSummary, int, error) {
+	sum, err := b.Verify(ctx, r)
 	if err != nil {
 		return sum, 0, err
 	}
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return sum, 0, fmt.Errorf("restore: rewinding the backup: %w", err)
 	}
-	n, err := dst.Import(ctx, BackupExporter(r))
+	n, err := dst.Import(ctx, b.Exporter(r))
 	if err != nil {
 		return sum, 0, err
 	}
 	return sum, n, nil
 }
 
-// backupReader reads a backup, hashing what it reads and counting its offset.
+// backupReader reads a backup, hashing what it reads (keeping it in prefix until
+// h is known) and counting its offset.
 type backupReader struct {
-	r   *bufio.Reader
-	h   hash.Hash
-	off int64
+	r      *bufio.Reader
+	h      hash.Hash
+	prefix []byte
+	off    int64
 }
 
 func (br *backupReader) read(p []byte, what string) error {
 	n, err := io.ReadFull(br.r, p)
-	br.h.Write(p[:n])
+	if br.h != nil {
+		br.h.Write(p[:n])
+	} else {
+		br.prefix = append(br.prefix, p[:n]...)
+	}
 	br.off += int64(n)
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%w: truncated at byte %d, in %s", ErrBadBackup, br.off, what)
@@ -210,10 +289,10 @@ func (br *backupReader) bytes(limit int, what string) ([]byte, error) {
 	return p, br.read(p, what)
 }
 
-// readBackup reads and checks a backup, calling fn with each record as it is read.
-func readBackup(ctx context.Context, r io.Reader, fn func(Record) error) (BackupSummary, error) {
+// read reads and checks a backup, calling fn with each record as it is read.
+func (b Backup) read(ctx context.Context, r io.Reader, fn func(Record) error) (BackupSummary, error) {
 	var sum BackupSummary
-	br := &backupReader{r: bufio.NewReaderSize(r, 64<<10), h: sha256.New()}
+	br := &backupReader{r: bufio.NewReaderSize(r, 64<<10)}
 	magic := make([]byte, len(backupMagic))
 	if err := br.read(magic, "the magic"); err != nil || string(magic) != backupMagic {
 		return sum, fmt.Errorf("%w: it does not start with %q (not a palmgate backup)", ErrBadBackup, backupMagic)
@@ -233,6 +312,10 @@ func readBackup(ctx context.Context, r io.Reader, fn func(Record) error) (Backup
 	if err := json.Unmarshal(hj, &sum.Header); err != nil {
 		return sum, fmt.Errorf("%w: the header is not valid JSON: %v", ErrBadBackup, err)
 	}
+	if br.h, err = b.newHash(sum.Header.MAC); err != nil {
+		return sum, err
+	}
+	br.h.Write(br.prefix)
 	var prev []byte
 	for {
 		if err := ctx.Err(); err != nil {
@@ -284,6 +367,9 @@ func readBackup(ctx context.Context, r io.Reader, fn func(Record) error) (Backup
 	}
 	if count := binary.BigEndian.Uint64(cb[:]); count != uint64(sum.Records) {
 		return sum, fmt.Errorf("%w: the trailer counts %d records, the file holds %d", ErrBadBackup, count, sum.Records)
+	}
+	if sum.Header.MAC == macHMACSHA256 && !hmac.Equal(want, sum.SHA256[:]) {
+		return sum, fmt.Errorf("%w: the HMAC-SHA256 does not match (the file was damaged or altered, or the key is not the one it was made with)", ErrBadBackup)
 	}
 	if !bytes.Equal(want, sum.SHA256[:]) {
 		return sum, fmt.Errorf("%w: the SHA-256 checksum does not match (the file was damaged or altered)", ErrBadBackup)

@@ -372,3 +372,74 @@ func TestBackupSourceFails(t *testing.T) {
 		t.Fatalf("VerifyBackup of the incomplete file: %v, want ErrBadBackup", err)
 	}
 }
+
+// TestBackupWithKey: a backup made with a key ends with an HMAC-SHA256 under it, and
+// reading it with the key refuses whatever a forger without the key can make: the
+// file altered with its trailer recomputed as a SHA-256 or an HMAC under another key,
+// or a new backup without a key; without the key it is refused too.
+func TestBackupWithKey(t *testing.T) {
+	ctx := context.Background()
+	key := []byte("0123456789abcdef0123456789abcdef")
+	keyed := storage.Backup{Key: key}
+	src := memstore.New()
+	fillForBackup(t, src, 10)
+	var buf bytes.Buffer
+	sum, err := keyed.Write(ctx, &buf, src, storage.BackupHeader{Palmgate: "v1"})
+	if err != nil || sum.Header.MAC != "hmac-sha256" {
+		t.Fatalf("Write: %+v, %v", sum, err)
+	}
+	good := buf.Bytes()
+	if got, err := keyed.Verify(ctx, bytes.NewReader(good)); err != nil || got.Records != 10 || got.Header.MAC != "hmac-sha256" {
+		t.Fatalf("Verify with the key: %+v, %v", got, err)
+	}
+	dst := memstore.New()
+	if _, n, err := keyed.Restore(ctx, dst, bytes.NewReader(good)); err != nil || n != 10 {
+		t.Fatalf("Restore with the key: %d, %v", n, err)
+	}
+	expectSameRecords(t, exported(t, dst), exported(t, src))
+
+	// What a forger makes: the records with one value changed, written anew.
+	altered := memstore.New()
+	fillForBackup(t, altered, 10)
+	if err := altered.Update(ctx, func(txn storage.Txn) error {
+		return txn.Set([]byte("kind/a/000\x00\xfe"), []byte(`{"n":"forged"}`), 0)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(b storage.Backup, mac string) []byte {
+		var out bytes.Buffer
+		if _, err := b.Write(ctx, &out, altered, storage.BackupHeader{Palmgate: "v1"}); err != nil {
+			t.Fatal(err)
+		}
+		file := out.Bytes()
+		if mac != "" { // an unkeyed file claiming a MAC: the SHA-256 recomputed under the header
+			file = bytes.Replace(file, []byte(`"palmgate":"v1"`), []byte(`"palmgate":"v1","mac":"hmac-sha256"`), 1)
+			binary.BigEndian.PutUint32(file[20:24], binary.BigEndian.Uint32(file[20:24])+uint32(len(`,"mac":"hmac-sha256"`)))
+			file = withChecksum(file)
+		}
+		return file
+	}
+	for name, tc := range map[string]struct {
+		file []byte
+		with storage.Backup
+		want error
+	}{
+		"read without the key":               {good, storage.Backup{}, storage.ErrBackupKey},
+		"read with another key":              {good, storage.Backup{Key: bytes.Repeat([]byte("x"), 32)}, storage.ErrBadBackup},
+		"a new backup without a key":         {rewrite(storage.Backup{}, ""), keyed, storage.ErrBackupKey},
+		"a SHA-256 trailer claiming an HMAC": {rewrite(storage.Backup{}, "hmac-sha256"), keyed, storage.ErrBadBackup},
+		"an HMAC under the forger's key":     {rewrite(storage.Backup{Key: bytes.Repeat([]byte("f"), 32)}, ""), keyed, storage.ErrBadBackup},
+		"the good file truncated":            {good[:len(good)-1], keyed, storage.ErrBadBackup},
+		"a short key":                        {good, storage.Backup{Key: []byte("short")}, nil},
+	} {
+		_, err := tc.with.Verify(ctx, bytes.NewReader(tc.file))
+		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+		dst := memstore.New()
+		if _, _, err := tc.with.Restore(ctx, dst, bytes.NewReader(tc.file)); err == nil {
+			t.Errorf("%s: restored", name)
+		}
+		expectEmpty(t, dst, name)
+	}
+}
