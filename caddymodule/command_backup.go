@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -24,8 +25,8 @@ import (
 
 // backupUsage and restoreUsage are the synopses of `caddy palmgate backup|restore`.
 const (
-	backupUsage  = "backup --to <file> [--address <admin>]"
-	restoreUsage = "restore --from <file> --storage badger <dir> | --storage postgres <dsn>"
+	backupUsage  = "backup --to <file> [--key-file <file>] [--address <admin>]"
+	restoreUsage = "restore --from <file> [--key-file <file>] --storage badger <dir> | --storage postgres <dsn>"
 )
 
 // addBackupCommands adds `caddy palmgate backup` (online, through the admin API of a
@@ -50,6 +51,14 @@ secrets' hashes: keep it as safe as the database (encrypt it at rest).
 --to <file>
     Where to save the backup.
 
+--key-file <file>
+    A file holding a secret key (at least 16 bytes; surrounding whitespace is
+    ignored), for example made by 'head -c 32 /dev/urandom | base64 > backup.key'.
+    The backup then ends with an HMAC-SHA256 under it instead of a SHA-256, so
+    that whoever can write where backups are kept but lacks the key cannot alter
+    one undetected; restore needs the same --key-file. Keep the key apart from
+    the backups.
+
 Takes --address (the admin API's address, if not the default), or --config and
 --adapter to find it, and --json to print the summary as JSON.
 `,
@@ -57,6 +66,7 @@ Takes --address (the admin API's address, if not the default), or --config and
 	}
 	adminFlags(backup)
 	backup.Flags().String("to", "", "The file to save the backup to")
+	backup.Flags().String("key-file", "", "A file holding a key to authenticate the backup with (HMAC-SHA256)")
 	backup.RunE = caddycmd.WrapCommandFuncForCobra(runBackup)
 	parent.AddCommand(backup)
 	parent.AddCommand(newRestoreCommand())
@@ -69,14 +79,15 @@ type backupReport struct {
 	Palmgate string    `json:"palmgate"`
 	Created  time.Time `json:"created"`
 	Backend  string    `json:"backend,omitempty"`
+	MAC      string    `json:"mac,omitempty"`
 	Records  int       `json:"records"`
-	SHA256   string    `json:"sha256"`
+	Checksum string    `json:"checksum"`
 	Restored *int      `json:"restored,omitempty"`
 }
 
 func newReport(file string, sum storage.BackupSummary) backupReport {
 	return backupReport{File: file, Format: sum.Format, Palmgate: sum.Header.Palmgate, Created: sum.Header.Created,
-		Backend: sum.Header.Backend, Records: sum.Records, SHA256: hex.EncodeToString(sum.SHA256[:])}
+		Backend: sum.Header.Backend, MAC: sum.Header.MAC, Records: sum.Records, Checksum: hex.EncodeToString(sum.SHA256[:])}
 }
 
 func runBackup(fs caddycmd.Flags) (int, error) {
@@ -84,7 +95,15 @@ func runBackup(fs caddycmd.Flags) (int, error) {
 	if to == "" {
 		return caddy.ExitCodeFailedStartup, fmt.Errorf("--to is required; usage: caddy palmgate %s", backupUsage)
 	}
-	sum, err := saveBackup(fs, to)
+	var b storage.Backup
+	if f := fs.String("key-file"); f != "" {
+		key, err := readBackupKey(f)
+		if err != nil {
+			return caddy.ExitCodeFailedStartup, err
+		}
+		b.Key = key
+	}
+	sum, err := saveBackup(fs, to, b)
 	if err != nil {
 		return caddy.ExitCodeFailedStartup, err
 	}
@@ -92,29 +111,60 @@ func runBackup(fs caddycmd.Flags) (int, error) {
 	if fs.Bool("json") {
 		return caddy.ExitCodeSuccess, json.NewEncoder(os.Stdout).Encode(report)
 	}
-	fmt.Printf("Saved a backup of %d records to %s (format %d, palmgate %s, taken %s from %s; SHA-256 %s).\n",
-		report.Records, to, report.Format, report.Palmgate, report.Created.Format(time.RFC3339), report.Backend, report.SHA256)
+	check := "SHA-256"
+	if report.MAC != "" {
+		check = "HMAC-SHA256 under the key"
+	}
+	fmt.Printf("Saved a backup of %d records to %s (format %d, palmgate %s, taken %s from %s; %s %s).\n",
+		report.Records, to, report.Format, report.Palmgate, report.Created.Format(time.RFC3339), report.Backend, check, report.Checksum)
 	return caddy.ExitCodeSuccess, nil
 }
 
-// saveBackup downloads the backup into a temporary file (0600) beside to, verifies
-// it and renames it to to.
-func saveBackup(fs caddycmd.Flags, to string) (storage.BackupSummary, error) {
-	var sum storage.BackupSummary
+// readBackupKey reads the key of --key-file. Errors never show it.
+func readBackupKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--key-file: %w", err)
+	}
+	key := bytes.TrimSpace(b)
+	if len(key) < 16 {
+		return nil, fmt.Errorf("--key-file: %s holds %d bytes; a key needs at least 16 (make one with: head -c 32 /dev/urandom | base64 > %s)",
+			path, len(key), path)
+	}
+	return key, nil
+}
+
+// tempBeside creates an empty file, mode 0600, in the directory of to, and a
+// function that removes it unless kept.
+func tempBeside(to string) (*os.File, func(keep bool), error) {
 	tmp, err := os.CreateTemp(filepath.Dir(to), "."+filepath.Base(to)+".*.partial")
 	if err != nil {
-		return sum, fmt.Errorf("--to: %w", err)
+		return nil, nil, fmt.Errorf("--to: %w", err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
+	cleanup := func(keep bool) {
+		tmp.Close()
+		if !keep {
 			os.Remove(tmp.Name())
 		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return sum, fmt.Errorf("--to: %w", err)
 	}
+	if err := tmp.Chmod(0o600); err != nil {
+		cleanup(false)
+		return nil, nil, fmt.Errorf("--to: %w", err)
+	}
+	return tmp, cleanup, nil
+}
+
+// saveBackup downloads the backup into a temporary file (0600) beside to and
+// verifies it; with a key (b.Key), it writes it again into another, with the HMAC,
+// and verifies that one with the key. Then it renames the file to to.
+func saveBackup(fs caddycmd.Flags, to string, b storage.Backup) (storage.BackupSummary, error) {
+	var sum storage.BackupSummary
+	tmp, cleanup, err := tempBeside(to)
+	if err != nil {
+		return sum, err
+	}
+	done := false
+	defer func() { cleanup(done) }()
 	resp, err := adminAPIResponse(fs, "GET", "/palmgate/backup", nil)
 	if err != nil {
 		return sum, fmt.Errorf("taking the backup: %w", err)
@@ -132,6 +182,18 @@ func saveBackup(fs caddycmd.Flags, to string) (storage.BackupSummary, error) {
 	if sum, err = storage.VerifyBackup(context.Background(), tmp); err != nil {
 		return sum, fmt.Errorf("the backup received is not valid (nothing saved; see the palmgate's log): %w", err)
 	}
+	if len(b.Key) > 0 {
+		keyed, cleanupKeyed, err := tempBeside(to)
+		if err != nil {
+			return sum, err
+		}
+		if sum, err = writeKeyed(tmp, keyed, sum.Header, b); err != nil {
+			cleanupKeyed(false)
+			return sum, err
+		}
+		cleanup(false)
+		tmp, cleanup = keyed, cleanupKeyed
+	}
 	if err := tmp.Close(); err != nil {
 		return sum, fmt.Errorf("--to: %w", err)
 	}
@@ -142,6 +204,29 @@ func saveBackup(fs caddycmd.Flags, to string) (storage.BackupSummary, error) {
 	if dir, err := os.Open(filepath.Dir(to)); err == nil { // make the rename durable
 		dir.Sync()
 		dir.Close()
+	}
+	return sum, nil
+}
+
+// writeKeyed writes the verified backup in plain, with its header, into keyed with
+// b's key, and verifies the result.
+func writeKeyed(plain, keyed *os.File, header storage.BackupHeader, b storage.Backup) (storage.BackupSummary, error) {
+	ctx := context.Background()
+	if _, err := plain.Seek(0, io.SeekStart); err != nil {
+		return storage.BackupSummary{}, err
+	}
+	if _, err := b.Write(ctx, keyed, storage.BackupExporter(plain), header); err != nil {
+		return storage.BackupSummary{}, fmt.Errorf("writing the backup with the key (nothing saved): %w", err)
+	}
+	if err := keyed.Sync(); err != nil {
+		return storage.BackupSummary{}, fmt.Errorf("--to: %w", err)
+	}
+	if _, err := keyed.Seek(0, io.SeekStart); err != nil {
+		return storage.BackupSummary{}, err
+	}
+	sum, err := b.Verify(ctx, keyed)
+	if err != nil {
+		return sum, fmt.Errorf("the backup written with the key is not valid (nothing saved): %w", err)
 	}
 	return sum, nil
 }
@@ -168,6 +253,10 @@ expired since the backup are left out.
 --from <file>
     The backup file.
 
+--key-file <file>
+    The key the backup was made with (backup --key-file). A backup made with a
+    key is refused without it, and one made without a key is refused with one.
+
 --storage badger <dir> | --storage postgres <dsn>
     The target, in the forms of the global option's "storage": a Badger
     directory (created if missing; by default palmgate/ under Caddy's data
@@ -179,7 +268,7 @@ expired since the backup are left out.
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		return caddycmd.WrapCommandFuncForCobra(func(caddycmd.Flags) (int, error) {
-			from, target, asJSON, help, err := parseRestoreArgs(args)
+			a, help, err := parseRestoreArgs(args)
 			if help {
 				return caddy.ExitCodeSuccess, cmd.Help()
 			}
@@ -188,15 +277,21 @@ expired since the backup are left out.
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
-			report, err := runRestore(ctx, from, target)
+			var b storage.Backup
+			if a.keyFile != "" {
+				if b.Key, err = readBackupKey(a.keyFile); err != nil {
+					return caddy.ExitCodeFailedStartup, err
+				}
+			}
+			report, err := runRestore(ctx, a.from, a.target, b)
 			if err != nil {
 				return caddy.ExitCodeFailedStartup, err
 			}
-			if asJSON {
+			if a.asJSON {
 				return caddy.ExitCodeSuccess, json.NewEncoder(os.Stdout).Encode(report)
 			}
 			fmt.Printf("Restored %d of the %d records of %s (taken %s by palmgate %s from %s); %d had expired since.\n",
-				*report.Restored, report.Records, from, report.Created.Format(time.RFC3339), report.Palmgate, report.Backend,
+				*report.Restored, report.Records, a.from, report.Created.Format(time.RFC3339), report.Palmgate, report.Backend,
 				report.Records-*report.Restored)
 			return caddy.ExitCodeSuccess, nil
 		})(cmd, args)
@@ -204,28 +299,37 @@ expired since the backup are left out.
 	return cmd
 }
 
-// parseRestoreArgs reads `--from <file> --storage <backend> <location> [--json]` in
-// any order (`--from=<file>` and `--storage=<backend> <location>` too). Errors never
-// repeat a location, which may be a DSN with a password.
-func parseRestoreArgs(args []string) (from string, target migrateEnd, asJSON, help bool, err error) {
+// restoreArgs are the arguments of `caddy palmgate restore`.
+type restoreArgs struct {
+	from, keyFile string
+	target        migrateEnd
+	asJSON        bool
+}
+
+// parseRestoreArgs reads `--from <file> [--key-file <file>] --storage <backend>
+// <location> [--json]` in any order (`--from=<file>`, `--key-file=<file>` and
+// `--storage=<backend> <location>` too). Errors never repeat a location, which may
+// be a DSN with a password.
+func parseRestoreArgs(args []string) (a restoreArgs, help bool, err error) {
 	for _, arg := range args {
 		if arg == "-h" || arg == "--help" {
-			return "", target, false, true, nil
+			return a, true, nil
 		}
 	}
 	seen := map[string]bool{}
 	for i := 0; i < len(args); i++ {
 		name, value, inline := strings.Cut(args[i], "=")
 		if seen[name] {
-			return "", target, false, false, fmt.Errorf("%s given twice", name)
+			return restoreArgs{}, false, fmt.Errorf("%s given twice", name)
 		}
 		seen[name] = true
+		// missing reports that fewer than n values follow the flag.
 		missing := func(n int) bool {
 			if i+n >= len(args) {
 				return true
 			}
-			for _, a := range args[i+1 : i+n+1] {
-				if strings.HasPrefix(a, "--") {
+			for _, v := range args[i+1 : i+n+1] {
+				if strings.HasPrefix(v, "--") {
 					return true
 				}
 			}
@@ -233,44 +337,48 @@ func parseRestoreArgs(args []string) (from string, target migrateEnd, asJSON, he
 		}
 		switch name {
 		case "--json":
-			asJSON = true
-		case "--from":
+			a.asJSON = true
+		case "--from", "--key-file":
 			if !inline {
 				if missing(1) {
-					return "", target, false, false, errors.New("--from needs a file")
+					return restoreArgs{}, false, fmt.Errorf("%s needs a file", name)
 				}
 				i++
 				value = args[i]
 			}
-			from = value
+			if name == "--from" {
+				a.from = value
+			} else {
+				a.keyFile = value
+			}
 		case "--storage":
 			want := 2
 			if inline {
 				want = 1
 			}
 			if missing(want) {
-				return "", target, false, false, errors.New("--storage needs a backend and a location, as in --storage badger <dir> or --storage postgres <dsn>")
+				return restoreArgs{}, false, errors.New("--storage needs a backend and a location, as in --storage badger <dir> or --storage postgres <dsn>")
 			}
 			if !inline {
 				i++
 				value = args[i]
 			}
 			i++
-			target = migrateEnd{backend: value, location: args[i]}
+			a.target = migrateEnd{backend: value, location: args[i]}
 		default:
 			if strings.HasPrefix(name, "-") {
-				return "", target, false, false, fmt.Errorf("unknown flag %q", name)
+				return restoreArgs{}, false, fmt.Errorf("unknown flag %q", name)
 			}
-			return "", target, false, false, fmt.Errorf("unexpected argument %d (not after --from or --storage)", i+1)
+			return restoreArgs{}, false, fmt.Errorf("unexpected argument %d (not after --from, --key-file or --storage)", i+1)
 		}
 	}
 	switch {
-	case from == "" || !seen["--storage"]:
-		return "", target, false, false, errors.New("both --from and --storage are required")
-	case target.backend != "badger" && target.backend != "postgres":
-		return "", target, false, false, fmt.Errorf("--storage %q: unknown backend (badger or postgres)", target.backend)
+	case a.from == "" || !seen["--storage"]:
+		return restoreArgs{}, false, errors.New("both --from and --storage are required")
+	case a.target.backend != "badger" && a.target.backend != "postgres":
+		return restoreArgs{}, false, fmt.Errorf("--storage %q: unknown backend (badger or postgres)", a.target.backend)
 	}
-	return from, target, asJSON, false, nil
+	return a, false, nil
 }
 
 // restoreTarget is a store a backup can be restored into.
@@ -280,13 +388,13 @@ type restoreTarget interface {
 }
 
 // runRestore verifies the backup in from, then restores it into target.
-func runRestore(ctx context.Context, from string, target migrateEnd) (backupReport, error) {
+func runRestore(ctx context.Context, from string, target migrateEnd, b storage.Backup) (backupReport, error) {
 	f, err := os.Open(from)
 	if err != nil {
 		return backupReport{}, fmt.Errorf("--from: %w", err)
 	}
 	defer f.Close()
-	sum, err := storage.VerifyBackup(ctx, f)
+	sum, err := b.Verify(ctx, f)
 	if err != nil {
 		return backupReport{}, fmt.Errorf("refusing to restore %s (nothing was written): %w", from, err)
 	}
@@ -301,7 +409,7 @@ func runRestore(ctx context.Context, from string, target migrateEnd) (backupRepo
 	}
 	// The import checks the file again as it reads it (it could have changed since)
 	// and keeps nothing unless all of it was right.
-	n, err := dst.Import(ctx, storage.BackupExporter(f))
+	n, err := dst.Import(ctx, b.Exporter(f))
 	if errors.Is(err, storage.ErrNotEmpty) {
 		return report, fmt.Errorf("refusing to restore: %s already holds palmgate records, and nothing was written to it; "+
 			"restore only into a new, empty store", name)

@@ -17,20 +17,19 @@ import (
 func TestParseRestoreArgs(t *testing.T) {
 	const dsn = "postgres://u:s3cret@db/palmgate"
 	tests := []struct {
-		name   string
-		args   []string
-		from   string
-		target migrateEnd
-		json   bool
-		help   bool
-		err    string
+		name string
+		args []string
+		want restoreArgs
+		help bool
+		err  string
 	}{
 		{name: "badger", args: []string{"--from", "f.backup", "--storage", "badger", "/var/lib/palmgate"},
-			from: "f.backup", target: migrateEnd{"badger", "/var/lib/palmgate"}},
-		{name: "postgres first, json", args: []string{"--storage", "postgres", dsn, "--json", "--from", "f"},
-			from: "f", target: migrateEnd{"postgres", dsn}, json: true},
-		{name: "flag=value", args: []string{"--from=f", "--storage=postgres", "{env.PALMGATE_DSN}"},
-			from: "f", target: migrateEnd{"postgres", "{env.PALMGATE_DSN}"}},
+			want: restoreArgs{from: "f.backup", target: migrateEnd{"badger", "/var/lib/palmgate"}}},
+		{name: "postgres first, json, key", args: []string{"--storage", "postgres", dsn, "--json", "--from", "f", "--key-file", "k"},
+			want: restoreArgs{from: "f", keyFile: "k", target: migrateEnd{"postgres", dsn}, asJSON: true}},
+		{name: "flag=value", args: []string{"--from=f", "--key-file=k", "--storage=postgres", "{env.PALMGATE_DSN}"},
+			want: restoreArgs{from: "f", keyFile: "k", target: migrateEnd{"postgres", "{env.PALMGATE_DSN}"}}},
+		{name: "no key file", args: []string{"--from", "f", "--key-file", "--storage", "badger", "d"}, err: "--key-file needs a file"},
 		{name: "help", args: []string{"--from", "--help"}, help: true},
 		{name: "nothing", err: "both --from and --storage are required"},
 		{name: "no --storage", args: []string{"--from", "f"}, err: "both --from and --storage are required"},
@@ -43,7 +42,7 @@ func TestParseRestoreArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			from, target, asJSON, help, err := parseRestoreArgs(tt.args)
+			got, help, err := parseRestoreArgs(tt.args)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v, want one containing %q", err, tt.err)
@@ -53,9 +52,8 @@ func TestParseRestoreArgs(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || help != tt.help || from != tt.from || target != tt.target || asJSON != tt.json {
-				t.Fatalf("got %q %+v json=%t help=%t %v, want %q %+v json=%t help=%t", from, target, asJSON, help, err,
-					tt.from, tt.target, tt.json, tt.help)
+			if err != nil || help != tt.help || got != tt.want {
+				t.Fatalf("got %+v help=%t %v, want %+v help=%t", got, help, err, tt.want, tt.help)
 			}
 		})
 	}
@@ -90,21 +88,21 @@ func TestRunRestore(t *testing.T) {
 	}
 	target := migrateEnd{"badger", filepath.Join(dir, "store")}
 
-	_, err := runRestore(ctx, bad, target)
+	_, err := runRestore(ctx, bad, target, storage.Backup{})
 	if err == nil || !strings.Contains(err.Error(), "refusing to restore") || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("restoring a truncated file: %v, want a refusal saying it is truncated", err)
 	}
 	if _, err := os.Stat(target.location); !os.IsNotExist(err) {
 		t.Fatalf("the refused restore created the target directory (%v)", err)
 	}
-	report, err := runRestore(ctx, good, target)
+	report, err := runRestore(ctx, good, target, storage.Backup{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if report.Records != 2 || report.Restored == nil || *report.Restored != 2 || report.Palmgate != "test" {
 		t.Errorf("report %+v, want 2 records restored", report)
 	}
-	_, err = runRestore(ctx, good, target)
+	_, err = runRestore(ctx, good, target, storage.Backup{})
 	if err == nil || !strings.Contains(err.Error(), "already holds palmgate records") {
 		t.Errorf("a second restore: %v, want a refusal", err)
 	}
@@ -119,7 +117,54 @@ func TestRunRestore(t *testing.T) {
 	}
 
 	// A directory with files but no Badger store is refused.
-	if _, err := runRestore(ctx, good, migrateEnd{"badger", dir}); err == nil || !strings.Contains(err.Error(), "no Badger store") {
+	if _, err := runRestore(ctx, good, migrateEnd{"badger", dir}, storage.Backup{}); err == nil || !strings.Contains(err.Error(), "no Badger store") {
 		t.Errorf("restoring into a directory of other files: %v", err)
+	}
+}
+
+// TestRunRestoreWithKey: a backup made with a key restores with it only; the key
+// file is read trimmed, and a short one is refused without showing it.
+func TestRunRestoreWithKey(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "backup.key")
+	if err := os.WriteFile(keyFile, []byte("c2VjcmV0LWtleS1vZi10aGUtYmFja3Vwcw==\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, err := readBackupKey(keyFile)
+	if err != nil || string(key) != "c2VjcmV0LWtleS1vZi10aGUtYmFja3Vwcw==" {
+		t.Fatalf("readBackupKey: %q, %v", key, err)
+	}
+	short := filepath.Join(dir, "short.key")
+	if err := os.WriteFile(short, []byte("tiny-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readBackupKey(short); err == nil || strings.Contains(err.Error(), "tiny-secret") || !strings.Contains(err.Error(), "at least 16") {
+		t.Errorf("a short key: %v", err)
+	}
+	src := memstore.New()
+	if err := src.Update(ctx, func(txn storage.Txn) error { return txn.Set([]byte("keys/a/b"), []byte("k"), 0) }); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := (storage.Backup{Key: key}).Write(ctx, &buf, src, storage.BackupHeader{}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "keyed.backup")
+	if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := migrateEnd{"badger", filepath.Join(dir, "store")}
+	if _, err := runRestore(ctx, file, target, storage.Backup{}); err == nil || !strings.Contains(err.Error(), "give the key") {
+		t.Errorf("restoring a keyed backup without the key: %v", err)
+	}
+	if _, err := runRestore(ctx, file, target, storage.Backup{Key: []byte("another key, long enough")}); err == nil || !strings.Contains(err.Error(), "HMAC-SHA256 does not match") {
+		t.Errorf("restoring a keyed backup with another key: %v", err)
+	}
+	if _, err := os.Stat(target.location); !os.IsNotExist(err) {
+		t.Fatalf("a refused restore created the target (%v)", err)
+	}
+	if report, err := runRestore(ctx, file, target, storage.Backup{Key: key}); err != nil || *report.Restored != 1 {
+		t.Fatalf("restoring with the key: %+v, %v", report, err)
 	}
 }
