@@ -29,6 +29,7 @@ func init() {
 //	                             secret of and delete (admin_clients.go)
 //	DELETE /palmgate/portal/sessions/{owner}
 //	                             end a developer's portal sessions (admin_portal.go)
+//	GET  /palmgate/backup        stream a backup of the store (admin_backup.go)
 type AdminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -48,6 +49,7 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/palmgate/clients/", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/portal/sessions/", Handler: caddy.AdminHandlerFunc(adminPortalSessions)},
 		{Pattern: "/palmgate/health/", Handler: caddy.AdminHandlerFunc(adminHealth)},
+		{Pattern: "/palmgate/backup", Handler: caddy.AdminHandlerFunc(adminBackup)},
 	}
 }
 

@@ -20,13 +20,15 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "palmgate",
-		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | client ... | " + migrateUsage + " | version | keygen | scan ...",
-		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; client add|list|show|update|rotate-secret|remove; migrate: Badger to PostgreSQL; version; keygen, scan: test without the palm app)",
+		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | client ... | " + migrateUsage + " | " + backupUsage + " | restore ... | version | keygen | scan ...",
+		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; client add|list|show|update|rotate-secret|remove; migrate: Badger to PostgreSQL; backup, restore; version; keygen, scan: test without the palm app)",
 		Long: `
 palmgate's command-line tools.
 
   caddy palmgate hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>]
   caddy palmgate ` + migrateUsage + `
+  caddy palmgate ` + backupUsage + `
+  caddy palmgate ` + restoreUsage + `
   caddy palmgate client add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--json]
   caddy palmgate client list|show <id>|update <id> ...|rotate-secret <id> [--grace 24h]|remove <id>
   caddy palmgate portal end-sessions <owner> [--json]
@@ -63,6 +65,7 @@ API, autosave.json) never holds the secret in clear.
 			addClientCommands(cmd)
 			addPortalCommands(cmd)
 			addToolCommands(cmd)
+			addBackupCommands(cmd)
 		},
 	})
 }

@@ -24,6 +24,21 @@ func adminFlags(c *cobra.Command) {
 // that adminFlags name, and returns its answer (at most 16 MiB). An answer that is
 // not 2xx is an error saying what the admin API answered.
 func callAdminAPI(fs caddycmd.Flags, method, path string, body any) ([]byte, error) {
+	resp, err := adminAPIResponse(fs, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading the admin API's answer: %v", err)
+	}
+	return out, nil
+}
+
+// adminAPIResponse is callAdminAPI's request, answering the response for the caller
+// to read (and close): for an answer too large to hold in memory (a backup).
+func adminAPIResponse(fs caddycmd.Flags, method, path string, body any) (*http.Response, error) {
 	addr, err := caddycmd.DetermineAdminAPIAddress(fs.String("address"), nil, fs.String("config"), fs.String("adapter"))
 	if err != nil {
 		return nil, fmt.Errorf("finding the admin API address: %v", err)
@@ -39,10 +54,5 @@ func callAdminAPI(fs caddycmd.Flags, method, path string, body any) ([]byte, err
 	if err != nil {
 		return nil, err // it says what the admin API answered
 	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading the admin API's answer: %v", err)
-	}
-	return out, nil
+	return resp, nil
 }

@@ -37,9 +37,10 @@ type Exporter interface {
 type Importer interface {
 	// Import writes every record that src exports into the store, each expiring at
 	// its own ExpiresAt, and returns how many it wrote. Records already expired when
-	// they are read are not written. The store must hold no record at all (live or
-	// expired): otherwise Import fails with an error wrapping ErrNotEmpty. It is all
-	// or nothing: on any error, nothing has been written.
+	// they are read are not written. The store must hold no record at all (live or,
+	// on a backend that still holds them, expired): otherwise Import fails with an
+	// error wrapping ErrNotEmpty. It is all or nothing: on any error, src's included,
+	// nothing has been written (or what was is removed again).
 	Import(ctx context.Context, src Exporter) (int, error)
 }
 

@@ -1,0 +1,97 @@
+package badgerstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/palmgate/palmgate/storage"
+)
+
+var _ storage.Importer = (*Store)(nil)
+
+// Import writes every record src exports into the store, each expiring at its own
+// ExpiresAt rounded up to a whole second (as Txn.Set rounds), and returns how many it
+// wrote; records already expired are skipped. The store must hold no live record
+// (otherwise the error wraps storage.ErrNotEmpty) and must not be in use: Import is
+// for filling a new store (a restore), and concurrent Updates of this Store wait for
+// it. Badger cannot commit a large import in one transaction, so Import commits
+// batches as they fill up and, on any error (src's included), drops everything it
+// wrote, leaving the store empty again: all or nothing, as storage.Importer asks.
+func (s *Store) Import(ctx context.Context, src storage.Exporter) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	empty := true
+	err := s.db.View(func(btx *badger.Txn) error {
+		it := btx.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		it.Rewind()
+		empty = !it.Valid()
+		return nil
+	})
+	if err != nil {
+		return 0, mapErr("import: checking the store is empty", err)
+	}
+	if !empty {
+		return 0, fmt.Errorf("badgerstore: import into %s: %w", s.dir, storage.ErrNotEmpty)
+	}
+	n, committed, err := s.importRecords(ctx, src)
+	if err != nil && committed {
+		if dropErr := s.db.DropAll(); dropErr != nil {
+			return 0, fmt.Errorf("badgerstore: import: %w; emptying the store again failed too, so it may hold part of the import: remove %s (%w)",
+				err, s.dir, dropErr)
+		}
+		return 0, fmt.Errorf("badgerstore: import (nothing kept): %w", err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("badgerstore: import (nothing written): %w", err)
+	}
+	return n, nil
+}
+
+// importRecords writes src's records in as few transactions as Badger allows.
+// committed reports that some were committed (on an error: that some must be
+// removed again).
+func (s *Store) importRecords(ctx context.Context, src storage.Exporter) (n int, committed bool, err error) {
+	btx := s.db.NewTransaction(true)
+	defer func() { btx.Discard() }()
+	err = src.Export(ctx, func(r storage.Record) error {
+		e := badger.NewEntry(r.Key, r.Value)
+		if !r.ExpiresAt.IsZero() {
+			now := time.Now()
+			if !r.ExpiresAt.After(now) {
+				return nil
+			}
+			e.ExpiresAt = expiresAt(now, r.ExpiresAt.Sub(now))
+		}
+		err := btx.SetEntry(e)
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			committed = true // or perhaps, if Commit fails
+			if err := btx.Commit(); err != nil {
+				return mapErr("import: commit", err)
+			}
+			btx = s.db.NewTransaction(true)
+			err = btx.SetEntry(e)
+		}
+		if err != nil {
+			return mapErr("import: set", err)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return 0, committed, err
+	}
+	if err := btx.Commit(); err != nil {
+		return 0, true, mapErr("import: commit", err)
+	}
+	return n, committed, nil
+}
