@@ -3,6 +3,8 @@ package agent
 import (
 	"crypto/ed25519"
 	"sync"
+
+	"github.com/palmgate/palmgate/core/cachestat"
 )
 
 // registeredKeysMax bounds the keys VerifySignature remembers: about 8 MiB.
@@ -20,6 +22,7 @@ const registeredKeysMax = 1 << 16
 type registeredKeys struct {
 	mu      sync.RWMutex
 	devices map[[ed25519.PublicKeySize]byte]string
+	stats   cachestat.Counter // of get
 }
 
 // get returns the deviceId key is registered to, if remembered.
@@ -28,8 +31,9 @@ func (r *registeredKeys) get(key ed25519.PublicKey) (deviceID string, ok bool) {
 		return "", false
 	}
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	deviceID, ok = r.devices[[ed25519.PublicKeySize]byte(key)]
+	r.mu.RUnlock()
+	r.stats.Record(ok)
 	return deviceID, ok
 }
 
@@ -68,7 +72,8 @@ type validKeys struct {
 	mu   sync.RWMutex
 	keys map[[ed25519.PublicKeySize]byte]struct{}
 	// full is the check itself; nil means CheckPublicKey (tests count calls).
-	full func(ed25519.PublicKey) error
+	full  func(ed25519.PublicKey) error
+	stats cachestat.Counter // of check, for keys of the right size
 }
 
 // check is CheckPublicKey, answered from memory for a key it accepted before.
@@ -80,6 +85,7 @@ func (v *validKeys) check(key ed25519.PublicKey) error {
 	v.mu.RLock()
 	_, ok := v.keys[k]
 	v.mu.RUnlock()
+	v.stats.Record(ok)
 	if ok {
 		return nil
 	}
