@@ -86,3 +86,29 @@ func TestCacheStats(t *testing.T) {
 		CacheLeaderboard: {0, 1},
 	})
 }
+
+// BenchmarkVerifyKnownAgent is a signature check of a registered agent whose key
+// every cache already holds: the parse, the Ed25519 verification and the cache
+// lookups (with their hit counters), in parallel, and no store read. (The
+// harness's helpers take a *testing.T: set up with a bare one, which nothing
+// fails.)
+func BenchmarkVerifyKnownAgent(b *testing.B) {
+	t := &testing.T{}
+	h := newHarness(t)
+	a := newTestAgent(t, "bench", "bench-key")
+	h.register(t, a, "alice")
+	body := mustJSON(t, a.fields("hello from a known agent", 1))
+	ctx := context.Background()
+	if got, err := h.reg.VerifySignatureRequest(ctx, body); err != nil || !got.Registered {
+		b.Fatalf("VerifySignatureRequest: %+v, %v", got, err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := h.reg.VerifySignatureRequest(ctx, body); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
