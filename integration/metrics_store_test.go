@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,6 +160,27 @@ func TestStoreMetricsPostgres(t *testing.T) {
 	}
 	if _, ok := after.value("palmgate_store_conflict_retries_total", "backend", "postgres"); !ok {
 		t.Error("no palmgate_store_conflict_retries_total{backend=postgres}")
+	}
+
+	// Every label value of these series is one of a fixed set: nothing a client
+	// sends (a deviceId, a key, a client_id, an address) becomes a series.
+	allowed := map[string][]string{
+		"backend": {"badger", "postgres"},
+		"op":      {"view", "update", "read_key"},
+		"reason":  {"conflict", "iterate", "failed_group", "fn_error", "panic"},
+		"cache":   {"agent_registered_keys", "agent_records", "agent_valid_keys", "leaderboard", "bearer_tokens"},
+		"result":  {"hit", "miss"},
+		"purpose": {"login", "agent_registration"},
+	}
+	for _, m := range after {
+		if !strings.HasPrefix(m.name, "palmgate_store_") && !strings.HasPrefix(m.name, "palmgate_cache_") && !strings.HasPrefix(m.name, "palmgate_pending_") {
+			continue
+		}
+		for k, v := range m.labels {
+			if k != "le" && !slices.Contains(allowed[k], v) {
+				t.Errorf("%s has label %s=%q, not one of %v", m.name, k, v, allowed[k])
+			}
+		}
 	}
 
 	// Concurrent writes share grouped commits: some group holds more than one
