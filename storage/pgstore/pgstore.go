@@ -625,14 +625,6 @@ func (s *Store) rollback(ptx pgx.Tx) {
 	ptx.Rollback(ctx)
 }
 
-// conflictRetry reports to the observer, if any, that an Update runs again after
-// a serialization failure or a deadlock.
-func (s *Store) conflictRetry() {
-	if s.obs != nil {
-		s.obs.ConflictRetry()
-	}
-}
-
 // backoff returns the pause before attempt+1 after attempt failed.
 func backoff(attempt int) time.Duration {
 	ceiling := min(minBackoff<<min(attempt-1, 16), maxBackoff)
