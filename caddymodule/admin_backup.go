@@ -72,4 +72,3 @@ func (s *startedWriter) Write(p []byte) (int, error) {
 	s.started = true
 	return s.w.Write(p)
 }
-

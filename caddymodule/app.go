@@ -211,6 +211,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
+	if err := registerStoreMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return err
+	}
 	if err := a.openStore(); err != nil {
 		return err
 	}
@@ -417,11 +420,13 @@ func (a *App) Start() error {
 	}()
 	a.stopWatch = func() { cancel(); <-done }
 	a.logger.Info("palmgate started", zap.String("version", Version()), zap.String("issuer", a.Issuer))
+	storeMetrics().apps.started(a)
 	return nil
 }
 
 // Stop ends what Start started.
 func (a *App) Stop() error {
+	storeMetrics().apps.stopped(a)
 	if a.stopWatch != nil {
 		a.stopWatch()
 		a.stopWatch = nil

@@ -98,6 +98,7 @@ func (a *App) openStore() error {
 			StatementTimeout: time.Duration(a.Storage.StatementTimeout),
 			ConnectTimeout:   time.Duration(a.Storage.ConnectTimeout),
 			NoGroupCommits:   a.Storage.DisableGroupCommits,
+			Observer:         newStoreObserver("postgres", storage.OpView, storage.OpUpdate, storage.OpReadKey),
 		}
 		key = fmt.Sprintf("postgres:%d:%d:%d:%t:%s", cfg.MaxConns, cfg.StatementTimeout, cfg.ConnectTimeout, cfg.NoGroupCommits, dsn)
 		open = func() (storage.Store, error) {
@@ -114,7 +115,9 @@ func (a *App) openStore() error {
 		}
 		key = "badger:" + path
 		open = func() (storage.Store, error) {
-			s, err := badgerstore.Open(path, a.logger.Named("badger"))
+			s, err := badgerstore.OpenWith(path, badgerstore.Options{
+				Logger: a.logger.Named("badger"), Observer: newStoreObserver("badger", storage.OpView, storage.OpUpdate),
+			})
 			if err != nil {
 				return nil, fmt.Errorf("storage: opening badger at %s: %w", path, err)
 			}

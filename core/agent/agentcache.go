@@ -2,6 +2,8 @@ package agent
 
 import (
 	"sync"
+
+	"github.com/palmgate/palmgate/core/cachestat"
 )
 
 // registeredAgentsMax bounds the agents the lookups remember: with deviceIds of
@@ -19,12 +21,14 @@ const registeredAgentsMax = 1 << 16
 type registeredAgents struct {
 	mu      sync.RWMutex
 	records map[string]*Registered
+	stats   cachestat.Counter // of get
 }
 
 func (r *registeredAgents) get(deviceID string) (*Registered, bool) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	rec, ok := r.records[deviceID]
+	r.mu.RUnlock()
+	r.stats.Record(ok)
 	return rec, ok
 }
 

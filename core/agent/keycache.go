@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"filippo.io/edwards25519"
+
+	"github.com/palmgate/palmgate/core/cachestat"
 )
 
 // registeredKeysMax bounds the keys VerifySignature remembers: about 8 MiB.
@@ -22,6 +24,7 @@ const registeredKeysMax = 1 << 16
 type registeredKeys struct {
 	mu      sync.RWMutex
 	devices map[[ed25519.PublicKeySize]byte]string
+	stats   cachestat.Counter // of get
 }
 
 // get returns the deviceId key is registered to, if remembered.
@@ -30,8 +33,9 @@ func (r *registeredKeys) get(key ed25519.PublicKey) (deviceID string, ok bool) {
 		return "", false
 	}
 	r.mu.RLock()
-	defer r.mu.RUnlock()
 	deviceID, ok = r.devices[[ed25519.PublicKeySize]byte(key)]
+	r.mu.RUnlock()
+	r.stats.Record(ok)
 	return deviceID, ok
 }
 
@@ -73,7 +77,8 @@ type validKeys struct {
 	mu   sync.RWMutex
 	keys map[[ed25519.PublicKeySize]byte]*edwards25519.Point
 	// full is the check itself; nil means checkedPoint (tests count calls).
-	full func(ed25519.PublicKey) (*edwards25519.Point, error)
+	full  func(ed25519.PublicKey) (*edwards25519.Point, error)
+	stats cachestat.Counter // of point (so of check), for keys of the right size
 }
 
 // check is CheckPublicKey, answered from memory for a key it accepted before.
@@ -91,6 +96,7 @@ func (v *validKeys) point(key ed25519.PublicKey) (*edwards25519.Point, error) {
 	v.mu.RLock()
 	p, ok := v.keys[k]
 	v.mu.RUnlock()
+	v.stats.Record(ok)
 	if ok {
 		return p, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/palmgate/palmgate/core/cachestat"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -149,7 +150,8 @@ const leaderboardMaxAge = time.Second
 // leaderboardCache holds the last leaderboard read. It is valid while no registration has committed
 // since the read (gen) and for at most leaderboardMaxAge.
 type leaderboardCache struct {
-	gen atomic.Uint64 // bumped after every committed registration
+	gen   atomic.Uint64     // bumped after every committed registration
+	stats cachestat.Counter // of reads (Leaderboard, LeaderboardFill)
 
 	mu       sync.Mutex
 	fill     uint64 // number of the current fill (LeaderboardFill)
@@ -180,6 +182,7 @@ func (s *Service) leaderboard(ctx context.Context, limit int) ([]LeaderboardEntr
 	c.mu.Lock()
 	entries, fill, ok := c.lookup(g, now, limit)
 	c.mu.Unlock()
+	c.stats.Record(ok)
 	if ok {
 		return entries, fill, nil
 	}

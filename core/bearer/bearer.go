@@ -26,6 +26,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/palmgate/palmgate/core/cachestat"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -186,6 +187,15 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		}
 	}
 	return claims, nil
+}
+
+// CacheTokens names the verified-token cache in CacheStats.
+const CacheTokens = "bearer_tokens"
+
+// CacheStats returns the hits and misses of the verified-token cache since the
+// Verifier was built (none when it has no cache).
+func (v *Verifier) CacheStats() cachestat.Stats {
+	return v.cache.stats.Stats(CacheTokens)
 }
 
 // Remember caches the claims of a token its issuer has just signed, so that its

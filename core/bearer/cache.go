@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/palmgate/palmgate/core/cachestat"
 )
 
 // cache keeps verified claims by the SHA-256 of the token, until the token expires.
@@ -19,7 +21,8 @@ type cache struct {
 	mu      sync.RWMutex
 	max     int
 	entries map[[sha256.Size]byte]*Claims
-	leeway  time.Duration // the verifier's, on exp
+	leeway  time.Duration     // the verifier's, on exp
+	stats   cachestat.Counter // of get, when the cache is on
 }
 
 func newCache(max int, leeway time.Duration) *cache {
@@ -38,8 +41,10 @@ func (c *cache) get(token string, now time.Time) (*Claims, bool) {
 	claims, ok := c.entries[key]
 	c.mu.RUnlock()
 	if !ok || !live(claims, now, c.leeway) {
+		c.stats.Miss()
 		return nil, false
 	}
+	c.stats.Hit()
 	return claims, true
 }
 

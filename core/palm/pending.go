@@ -145,3 +145,44 @@ func (w *pendingCount) prune(now time.Time) {
 		w.all = w.all[1:]
 	}
 }
+
+// Pending is one purpose's count of unfinished challenges against its cap.
+type Pending struct {
+	Purpose Purpose
+	// Count is how many challenges of the purpose this instance created within
+	// the time their records can live unfinished (their lifetime plus Grace), as
+	// the cap counts them: a finished challenge still counts until then.
+	Count int
+	// Limit is the cap (MaxPending of the purpose).
+	Limit int
+}
+
+// PendingStats returns, for each purpose with a cap, the count of its
+// challenges against it at the current time. A purpose without a cap is not
+// counted, and not listed.
+func (s *Service) PendingStats() []Pending {
+	return s.pending.stats(s.now())
+}
+
+// stats returns each capped purpose's count at now, in the order of Purposes.
+func (c *pendingCaps) stats(now time.Time) []Pending {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Pending
+	for _, p := range []Purpose{PurposeLogin, PurposeAgentRegistration} {
+		limit := c.limits[p]
+		if limit <= 0 {
+			continue
+		}
+		n := 0
+		if w := c.counts[p]; w != nil {
+			w.prune(now)
+			n = len(w.all)
+		}
+		out = append(out, Pending{Purpose: p, Count: n, Limit: limit})
+	}
+	return out
+}

@@ -18,12 +18,12 @@ type rule struct {
 
 // rules are the README's Layout rules: each room and what it may not import.
 var rules = []rule{
-	{"./core/...", "core is the domain: no Caddy, no logger (it returns errors; the edge and the app log), no storage engine, nothing above it",
-		[]string{"github.com/caddyserver/", "go.uber.org/zap", "github.com/dgraph-io/", "github.com/jackc/",
+	{"./core/...", "core is the domain: no Caddy, no logger (it returns errors; the edge and the app log), no metrics library (it counts, caddymodule exports), no storage engine, nothing above it",
+		[]string{"github.com/caddyserver/", "go.uber.org/zap", "github.com/prometheus/", "github.com/dgraph-io/", "github.com/jackc/",
 			module + "/storage/badgerstore", module + "/storage/pgstore", module + "/storage/memstore",
 			module + "/edge", module + "/caddymodule", module + "/portal"}},
-	{"./storage/...", "storage knows no domain: no core, no edge, no Caddy",
-		[]string{module + "/core/", module + "/edge", module + "/caddymodule", module + "/portal", "github.com/caddyserver/"}},
+	{"./storage/...", "storage knows no domain: no core, no edge, no Caddy, no metrics library (its Observer is implemented above it)",
+		[]string{module + "/core/", module + "/edge", module + "/caddymodule", module + "/portal", "github.com/caddyserver/", "github.com/prometheus/"}},
 	{"./edge/...", "the edge is plain net/http: no Caddy, no storage engine (the app owns the store)",
 		[]string{"github.com/caddyserver/", module + "/caddymodule",
 			module + "/storage/badgerstore", module + "/storage/pgstore", module + "/storage/memstore"}},

@@ -65,6 +65,7 @@ type Store struct {
 	db  *badger.DB
 	dir string
 	log *zap.Logger
+	obs storage.Observer // nil: nothing measured
 
 	// mu is held shared by every Update and View for their whole duration and
 	// exclusively by Close, so the database is never closed under a transaction.
@@ -92,6 +93,22 @@ var _ storage.Store = (*Store)(nil)
 // debug level. A background goroutine garbage collects the value log every few
 // minutes until Close.
 func Open(dir string, logger *zap.Logger) (*Store, error) {
+	return OpenWith(dir, Options{Logger: logger})
+}
+
+// Options configures OpenWith.
+type Options struct {
+	// Logger receives Badger's and the store's log lines (see Open). Nil means no
+	// logging.
+	Logger *zap.Logger
+	// Observer receives the durations of Update and View, conflict retries and
+	// group commits (group.go). Nil measures nothing.
+	Observer storage.Observer
+}
+
+// OpenWith is Open with options.
+func OpenWith(dir string, o Options) (*Store, error) {
+	logger := o.Logger
 	if logger == nil {
 		logger = zap.NewNop()
 	}
@@ -107,6 +124,7 @@ func Open(dir string, logger *zap.Logger) (*Store, error) {
 		db:     db,
 		dir:    dir,
 		log:    logger,
+		obs:    o.Observer,
 		stopGC: make(chan struct{}),
 		gcDone: make(chan struct{}),
 	}
@@ -164,6 +182,9 @@ func options(dir string, logger *zap.Logger) badger.Options {
 // the pauses. fn should be short (it holds up the Updates grouped after it) and must
 // not call Update, View or Close on the same Store.
 func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
+	if s.obs != nil {
+		defer storage.ObserveSince(s.obs, storage.OpUpdate, time.Now())
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -179,6 +200,9 @@ func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
 	first := 1
 	if c.ran {
 		first = 2 // the grouped run was the first attempt
+		if c.conflicted && s.obs != nil {
+			s.obs.ConflictRetry()
+		}
 	}
 	return s.updateAlone(ctx, fn, first)
 }
@@ -197,6 +221,9 @@ func (s *Store) updateAlone(ctx context.Context, fn func(storage.Txn) error, fir
 		}
 		if attempt >= maxAttempts {
 			return fmt.Errorf("badgerstore: update still conflicting after %d attempts: %w", maxAttempts, storage.ErrConflict)
+		}
+		if s.obs != nil {
+			s.obs.ConflictRetry()
 		}
 		if exclusive {
 			continue // no one to make room for
@@ -238,6 +265,9 @@ func (s *Store) attempt(fn func(storage.Txn) error, exclusive bool) (conflict bo
 // View runs fn in a read-only transaction over a consistent snapshot. Set and
 // Delete inside it return an error. ctx is checked before fn runs.
 func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
+	if s.obs != nil {
+		defer storage.ObserveSince(s.obs, storage.OpView, time.Now())
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {

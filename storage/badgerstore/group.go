@@ -49,10 +49,11 @@ type groupCall struct {
 	fn   func(storage.Txn) error
 	wake chan struct{} // closed when the call is done, or must lead
 
-	lead  bool  // this call's goroutine runs the next group
-	alone bool  // the group failed this call: it must run in a transaction of its own
-	ran   bool  // fn has run once (in a group that was not committed)
-	err   error // fn's error or the commit's, when !alone
+	lead       bool  // this call's goroutine runs the next group
+	alone      bool  // the group failed this call: it must run in a transaction of its own
+	ran        bool  // fn has run once (in a group that was not committed)
+	conflicted bool  // alone because its own commit, alone in the group, conflicted
+	err        error // fn's error or the commit's, when !alone
 }
 
 // commitGrouped queues fn for a group commit and returns once it is committed, has
@@ -95,11 +96,17 @@ func (s *Store) commitGrouped(ctx context.Context, fn func(storage.Txn) error) *
 // runGroup commits calls (calls[0] is the leader's own) and wakes every other call.
 // It retries without each call whose fn fails, until the rest commit or none is left.
 func (s *Store) runGroup(calls []*groupCall) {
+	if s.obs != nil {
+		s.obs.Group(len(calls))
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			// A fn panicked: every call not done runs alone, the panicking one
 			// in its own goroutine, where it panics again if it panics always.
 			for _, c := range calls {
+				if !c.alone { // not already counted as leaving the group
+					s.fallback(storage.FallbackPanic)
+				}
 				c.alone = true
 			}
 		}
@@ -119,6 +126,7 @@ func (s *Store) runGroup(calls []*groupCall) {
 			if len(pending) > 1 {
 				for _, c := range pending {
 					c.alone = true
+					s.fallback(storage.FallbackFailedGroup)
 				}
 			}
 			return
@@ -152,6 +160,7 @@ func (s *Store) attemptGroup(calls []*groupCall) (failed int, committed bool) {
 				c.err = err // its own transaction: the error stands
 			} else {
 				c.alone = true
+				s.fallback(storage.FallbackError)
 			}
 			return i, false
 		}
@@ -159,7 +168,7 @@ func (s *Store) attemptGroup(calls []*groupCall) (failed int, committed bool) {
 	if err := btx.Commit(); err != nil {
 		if lone {
 			if errors.Is(err, badger.ErrConflict) {
-				calls[0].alone = true
+				calls[0].alone, calls[0].conflicted = true, true
 			} else {
 				calls[0].err = mapErr("commit", err)
 			}
@@ -170,4 +179,11 @@ func (s *Store) attemptGroup(calls []*groupCall) (failed int, committed bool) {
 		c.err = nil
 	}
 	return 0, true
+}
+
+// fallback reports to the observer, if any, that a member of a group runs alone.
+func (s *Store) fallback(reason storage.Fallback) {
+	if s.obs != nil {
+		s.obs.GroupFallback(reason)
+	}
 }

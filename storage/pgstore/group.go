@@ -70,8 +70,9 @@ type groupCall struct {
 	lead bool
 
 	outcome  callOutcome
-	err      error // of callDone
-	panicked any   // of callPanic
+	err      error            // of callDone
+	panicked any              // of callPanic
+	fallback storage.Fallback // why it runs alone, when it leaves a group ("": the group failed)
 }
 
 type callOutcome int
@@ -168,6 +169,9 @@ func (s *Store) runGroup(calls []*groupCall) {
 		}
 		live = append(live, c)
 	}
+	if s.obs != nil && len(live) > 0 {
+		s.obs.Group(len(live))
+	}
 	switch {
 	case len(live) == 0:
 		return
@@ -183,6 +187,9 @@ func (s *Store) runGroup(calls []*groupCall) {
 			c.outcome, c.err = callDone, err
 		} else {
 			s.retries.Add(1)
+			if retry == retryConflict {
+				s.conflictRetry()
+			}
 		}
 		return
 	}
@@ -190,6 +197,18 @@ func (s *Store) runGroup(calls []*groupCall) {
 		s.groupLimit.Store(min(s.groupLimit.Load()+1, maxGroupSize))
 	} else {
 		s.groupLimit.Store(max(s.groupLimit.Load()/2, 2))
+	}
+	if s.obs != nil {
+		for _, c := range live {
+			if c.outcome != callAlone {
+				continue
+			}
+			reason := c.fallback
+			if reason == "" {
+				reason = storage.FallbackFailedGroup
+			}
+			s.obs.GroupFallback(reason)
+		}
 	}
 }
 
@@ -308,6 +327,8 @@ func (s *Store) admit(members []*member) (readers, writers []*member) {
 			for k := range m.reads {
 				read[k] = true
 			}
+		default:
+			m.c.fallback = storage.FallbackConflict
 		}
 	}
 	return readers, writers
@@ -472,5 +493,6 @@ func (m *member) leave() error {
 		return err
 	}
 	m.left = true
+	m.c.fallback = storage.FallbackIterate
 	return errLeftGroup
 }

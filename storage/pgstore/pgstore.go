@@ -138,6 +138,10 @@ type Config struct {
 	// transaction of its own, as it does without load. Slower under load, and
 	// simpler.
 	NoGroupCommits bool
+	// Observer receives the durations of Update, View and ReadKey, conflict
+	// retries, and the sizes of grouped commits and why members left them. Nil
+	// measures nothing.
+	Observer storage.Observer
 }
 
 // Stats counts events of a store since Open.
@@ -165,7 +169,8 @@ type Stats struct {
 type Store struct {
 	pool *pgxpool.Pool
 	log  *zap.Logger
-	host string // the database, as named in errors: host:port/dbname
+	obs  storage.Observer // nil: nothing measured
+	host string           // the database, as named in errors: host:port/dbname
 	// clientTimeout bounds each round trip on the client's side (see bound).
 	clientTimeout time.Duration
 
@@ -229,6 +234,7 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 	cc := pcfg.ConnConfig
 	s := &Store{
 		log:         log,
+		obs:         cfg.Observer,
 		host:        describe(cc.Host, cc.Port, cc.Database),
 		maxAttempts: maxAttempts,
 		noGroups:    cfg.NoGroupCommits,
@@ -362,6 +368,9 @@ func (s *Store) Stats() Stats {
 // commits makes the Update leave it, committing nothing. fn must not wait for
 // another Update of this store, which may be waiting for fn's group.
 func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
+	if s.obs != nil {
+		defer storage.ObserveSince(s.obs, storage.OpUpdate, time.Now())
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -394,6 +403,7 @@ func (s *Store) update(ctx context.Context, fn func(storage.Txn) error) error {
 				return fmt.Errorf("pgstore: update still conflicting after %d attempts: %w: %w",
 					s.maxAttempts, storage.ErrConflict, err)
 			}
+			s.conflictRetry()
 		}
 		s.retries.Add(1)
 		if err := sleep(ctx, backoff(attempt)); err != nil {
@@ -490,6 +500,9 @@ func retryOf(err error) retryKind {
 // database for the whole of fn. Set and Delete inside it return an error. fn runs
 // once; a connection lost before its first read was answered is replaced by another.
 func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
+	if s.obs != nil {
+		defer storage.ObserveSince(s.obs, storage.OpView, time.Now())
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -525,6 +538,9 @@ func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
 // in one round trip instead of two. A connection lost before the answer is
 // replaced by another, as for a View.
 func (s *Store) ReadKey(ctx context.Context, key []byte) ([]byte, error) {
+	if s.obs != nil {
+		defer storage.ObserveSince(s.obs, storage.OpReadKey, time.Now())
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
