@@ -47,13 +47,14 @@ func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*Signature
 	// The key index names the one device registered with the key: a point read, with
 	// no record to decode and no key to re-encode, unless the key was seen before
 	// (and no removal may have made that stale: freshness).
+	epoch := s.fresh.epoch.Load()
 	deviceID, known := s.registeredKeys.get(c.PublicKey)
 	if known {
 		if err := s.fresh.usable(ctx); err != nil {
 			return nil, err
 		}
-		// usable may have emptied the cache (a removal was seen).
-		deviceID, known = s.registeredKeys.get(c.PublicKey)
+		// Unless the caches were emptied meanwhile (a removal was seen).
+		known = s.fresh.epoch.Load() == epoch
 	}
 	if !known {
 		stamp := s.fresh.stamp(ctx)
@@ -75,11 +76,12 @@ func (s *Service) LookupDevice(ctx context.Context, deviceID string) (*Lookup, e
 	if err := ValidateDeviceID(deviceID); err != nil {
 		return nil, err
 	}
-	if _, ok := s.registered.get(deviceID); ok {
+	epoch := s.fresh.epoch.Load()
+	if r, ok := s.registered.get(deviceID); ok {
 		if err := s.fresh.usable(ctx); err != nil {
 			return nil, err
 		}
-		if r, ok := s.registered.get(deviceID); ok {
+		if s.fresh.epoch.Load() == epoch { // not emptied meanwhile
 			return lookupOf(r), nil
 		}
 	}
@@ -95,12 +97,13 @@ func (s *Service) LookupDevice(ctx context.Context, deviceID string) (*Lookup, e
 // LookupPublicKey returns the agent registered with key; a key found registered
 // is remembered, as LookupDevice remembers the agent.
 func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*Lookup, error) {
-	if _, ok := s.registeredKeys.get(key); ok {
-		if err := s.fresh.usable(ctx); err != nil {
-			return nil, err
-		}
-		if deviceID, ok := s.registeredKeys.get(key); ok {
-			if r, ok := s.registered.get(deviceID); ok {
+	epoch := s.fresh.epoch.Load()
+	if deviceID, ok := s.registeredKeys.get(key); ok {
+		if r, ok := s.registered.get(deviceID); ok {
+			if err := s.fresh.usable(ctx); err != nil {
+				return nil, err
+			}
+			if s.fresh.epoch.Load() == epoch { // not emptied meanwhile
 				return lookupOf(r), nil
 			}
 		}
