@@ -26,6 +26,8 @@ func init() {
 //	                             secret of and delete (admin_clients.go)
 //	DELETE /palmgate/portal/sessions/{owner}
 //	                             end a developer's portal sessions (admin_portal.go)
+//	DELETE /palmgate/agents/{deviceId}
+//	                             remove an agent (admin_agents.go)
 type AdminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -44,6 +46,7 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/palmgate/clients", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/clients/", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/portal/sessions/", Handler: caddy.AdminHandlerFunc(adminPortalSessions)},
+		{Pattern: "/palmgate/agents/", Handler: caddy.AdminHandlerFunc(adminAgents)},
 	}
 }
 

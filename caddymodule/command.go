@@ -59,6 +59,7 @@ API, autosave.json) never holds the secret in clear.
 			cmd.AddCommand(newMigrateCommand())
 			addClientCommands(cmd)
 			addPortalCommands(cmd)
+			addAgentCommands(cmd)
 		},
 	})
 }
