@@ -75,8 +75,8 @@ func (s *Server) setOwnerCookie(w http.ResponseWriter, secret string, maxAge int
 	})
 }
 
-// ownerSession returns the browser's owner session, or nil when it has none that
-// is pending or verified.
+// ownerSession returns the browser's owner session, or nil when it has none (or
+// one that is gone: ended, or long expired).
 func (s *Server) ownerSession(r *http.Request) (*agent.OwnerSession, error) {
 	c, err := r.Cookie(s.ownerCookieName())
 	if err != nil {
@@ -86,13 +86,7 @@ func (s *Server) ownerSession(r *http.Request) (*agent.OwnerSession, error) {
 	if errors.Is(err, agent.ErrOwnerSessionNotFound) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	if o.Status != agent.OwnerPending && o.Status != agent.OwnerVerified {
-		return nil, nil
-	}
-	return o, nil
+	return o, err
 }
 
 // handleAgentsPage shows the palm challenge of the browser's owner session, or
@@ -103,6 +97,19 @@ func (s *Server) handleAgentsPage(w http.ResponseWriter, r *http.Request) {
 	o, err := s.ownerSession(r)
 	if err != nil {
 		s.writeAgentsPageError(w, r, err)
+		return
+	}
+	if o != nil && o.Status != agent.OwnerPending && o.Status != agent.OwnerVerified {
+		// Declined on the phone, or expired: say so, and let a reload start anew.
+		if head || wantsJSON(r) {
+			writeJSON(w, http.StatusOK, ownerPageJSON{Status: string(o.Status)})
+			return
+		}
+		s.setOwnerCookie(w, "", -1)
+		s.renderSignedOutPage(w, r, http.StatusOK, signedOutPageData{
+			Title: "Your agents", StatusClass: "bad", Outcome: "The palm verification was declined, or this page's session has expired.",
+			Lines: []string{"Reload this page to start again."},
+		})
 		return
 	}
 	if o == nil {

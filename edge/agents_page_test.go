@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/palmgate/palmgate/core/agent"
 )
 
 // ownerPage opens the agents page as a fresh browser would and returns its
@@ -139,14 +141,29 @@ func TestAgentsPagePending(t *testing.T) {
 	w = e.postJSON(t, "/v1/palm/challenges/"+id+"/deny", map[string]string{"nonce": nonce})
 	wantStatus(t, w, http.StatusOK)
 	w = e.getJSON(t, "/v1/human/agents", cookie)
-	if m := decode(t, w); m["status"] != "expired" || m["agents"] != nil {
+	if m := decode(t, w); m["status"] != "denied" || m["agents"] != nil {
 		t.Errorf("a denied page's JSON = %s", w.Body)
 	}
-	// Reloading starts a new palm step.
+	// The page says so and clears its cookie; reloading then starts a new palm step.
 	w = e.do(t, req{method: http.MethodGet, target: "/v1/human/agents", cookies: []*http.Cookie{cookie}})
+	wantPage(t, w, http.StatusOK, "declined")
+	if c := w.Result().Cookies(); len(c) != 1 || c[0].MaxAge >= 0 {
+		t.Errorf("the declined page's cookies = %v, want the session's cleared", c)
+	}
+	w = e.get(t, "/v1/human/agents")
 	wantPage(t, w, http.StatusOK, "Verify with your palm")
 	if len(w.Result().Cookies()) == 0 {
 		t.Error("a new palm step set no new cookie")
+	}
+	w = e.ownerPost(t, "/v1/human/agents/remove", cookie, url.Values{"csrf": {"x"}, "deviceId": {"pending-one"}})
+	wantPage(t, w, http.StatusForbidden, "session")
+	// A verified page ends after agent.OwnerSessionTTL: its forms are refused.
+	alice, csrf := e.ownerSignIn(t, "alice")
+	e.clock.Advance(agent.OwnerSessionTTL)
+	w = e.ownerPost(t, "/v1/human/agents/remove", alice, url.Values{"csrf": {csrf}, "deviceId": {"pending-one"}})
+	wantPage(t, w, http.StatusForbidden, "session")
+	if m := decode(t, e.get(t, "/v1/agent/verify/device/pending-one")); m["registered"] != true {
+		t.Errorf("an expired page removed the agent: %v", m)
 	}
 	// A HEAD or a JSON poll without a session starts nothing.
 	w = e.do(t, req{method: http.MethodHead, target: "/v1/human/agents"})
