@@ -179,6 +179,11 @@ func TestAgentRemovalAcrossInstances(t *testing.T) {
 		}
 	}
 
+	// The admin route's refusals: a malformed deviceId 400, another method 405.
+	admin := "http://" + a.AdminAddr + "/palmgate/agents/"
+	testserver.Do(t, "DELETE", admin+"bad%01id", nil).ExpectStatus(t, http.StatusBadRequest)
+	testserver.Do(t, "GET", admin+kept.deviceID, nil).ExpectStatus(t, http.StatusMethodNotAllowed)
+
 	// A stranger (bob) opens the page at A: only his agent; he cannot remove
 	// alice's, even with his own valid session and token.
 	stranger := a.openOwnerPage(t, bob)
