@@ -30,6 +30,8 @@ func init() {
 //	DELETE /palmgate/portal/sessions/{owner}
 //	                             end a developer's portal sessions (admin_portal.go)
 //	GET  /palmgate/backup        stream a backup of the store (admin_backup.go)
+//	DELETE /palmgate/agents/{deviceId}
+//	                             remove an agent (admin_agents.go)
 type AdminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -50,6 +52,7 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/palmgate/portal/sessions/", Handler: caddy.AdminHandlerFunc(adminPortalSessions)},
 		{Pattern: "/palmgate/health/", Handler: caddy.AdminHandlerFunc(adminHealth)},
 		{Pattern: "/palmgate/backup", Handler: caddy.AdminHandlerFunc(adminBackup)},
+		{Pattern: "/palmgate/agents/", Handler: caddy.AdminHandlerFunc(adminAgents)},
 	}
 }
 

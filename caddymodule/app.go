@@ -223,10 +223,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 		MaxPending: map[palm.Purpose]int{
 			palm.PurposeLogin:             a.MaxPendingLogins,
 			palm.PurposeAgentRegistration: a.MaxPendingRegistrations,
+			palm.PurposeAgentManagement:   a.MaxPendingLogins, // the agents page: a sign-in
 		},
 		MaxPendingPerNetwork: map[palm.Purpose]int{
 			palm.PurposeLogin:             a.MaxPendingLoginsPerNetwork,
 			palm.PurposeAgentRegistration: a.MaxPendingRegistrationsPerNetwork,
+			palm.PurposeAgentManagement:   a.MaxPendingLoginsPerNetwork,
 		},
 	})
 	if err != nil {

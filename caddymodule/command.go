@@ -66,6 +66,7 @@ API, autosave.json) never holds the secret in clear.
 			addPortalCommands(cmd)
 			addToolCommands(cmd)
 			addBackupCommands(cmd)
+			addAgentCommands(cmd)
 		},
 	})
 }

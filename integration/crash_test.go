@@ -45,7 +45,7 @@ const (
 //     human, and different subjects are different humans;
 //   - the leaderboard's agentCount sum equals the registered agents, each human's
 //     count equals its agents' lookups, and the store's record counts agree
-//     (agent/d = agent/k = registered agents, agent/h = agent/lb = humans);
+//     (agent/d = agent/k = agent/ha = registered agents, agent/h = agent/lb = humans);
 //   - every refresh family's latest answered refresh token still refreshes. The
 //     one exception is a family with an unanswered refresh after its latest
 //     answered one: that refresh may have been applied, which makes the recorded
@@ -452,7 +452,7 @@ func (r *crashRun) verifyRegistry() {
 	}
 
 	counts := r.stats()
-	for kind, want := range map[string]int{"agent/d": registered, "agent/k": registered, "agent/h": len(agentsOf), "agent/lb": len(agentsOf)} {
+	for kind, want := range map[string]int{"agent/d": registered, "agent/k": registered, "agent/ha": registered, "agent/h": len(agentsOf), "agent/lb": len(agentsOf)} {
 		if counts[kind] != want {
 			t.Errorf("store: %d %s records, want %d (stats %v)", counts[kind], kind, want, counts)
 		}

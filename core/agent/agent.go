@@ -90,6 +90,7 @@ type Service struct {
 	registeredKeys  registeredKeys   // deviceIds of keys found registered
 	registered      registeredAgents // records of agents found registered
 	validKeys       validKeys        // keys CheckPublicKey accepted
+	fresh           freshness        // whether the two caches above may be answered from
 }
 
 // Config builds a Service.
@@ -116,7 +117,11 @@ func NewService(cfg Config) *Service {
 		store: cfg.Store, palm: cfg.Palm, now: now, issuer: cfg.Issuer,
 		sessionTTL: cfg.SessionTTL, challengeMaxAge: cfg.ChallengeMaxAge,
 	}
+	s.fresh.store, s.fresh.now = cfg.Store, now
+	s.registeredKeys.epoch, s.registered.epoch = &s.fresh.epoch, &s.fresh.epoch
+	s.fresh.empty = func() { s.registeredKeys.clear(); s.registered.clear() }
 	cfg.Palm.Handle(palm.PurposeAgentRegistration, outcome{s})
+	cfg.Palm.Handle(palm.PurposeAgentManagement, ownerOutcome{s})
 	return s
 }
 
@@ -342,7 +347,8 @@ func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
 }
 
 // register writes the agent, its key index (with a copy of the record, so that a
-// lookup by key is one read) and the human's leaderboard entry.
+// lookup by key is one read), its entry among the human's agents and the human's
+// leaderboard entry.
 func register(txn storage.Txn, deviceID string, key []byte, r Registered) error {
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -352,6 +358,9 @@ func register(txn storage.Txn, deviceID string, key []byte, r Registered) error 
 		return err
 	}
 	if err := txn.Set(publicKeyKey(key), keyIndexValue(deviceID, b), 0); err != nil {
+		return err
+	}
+	if err := txn.Set(humanAgentKey(r.HumanID, deviceID), b, 0); err != nil {
 		return err
 	}
 	var stats humanStats

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/palmgate/palmgate/core/cachestat"
 )
@@ -13,15 +14,17 @@ const registeredAgentsMax = 1 << 16
 // registeredAgents remembers the records of agents a lookup found registered, by
 // deviceId, so that looking a registered agent up again reads nothing from the
 // store: with several instances on PostgreSQL, reads then cost what they cost on
-// Badger. A registration is permanent and its record never changes (nothing
-// deletes or rewrites agent/d/ or agent/k/), so an entry never goes stale,
-// whichever instance registered it; an agent not found is not remembered, as it
-// may be registered at any time (another instance's registration shows on the
-// next lookup). When full, an arbitrary entry makes room.
+// Badger. An agent can be removed (by any instance), so the cache is answered
+// from only while freshness allows it and is emptied when a removal is seen
+// (freshness.go), as registeredKeys is; an entry is kept only if no emptying
+// happened since its read began (stamp). An agent not found is not remembered,
+// as it may be registered at any time (another instance's registration shows on
+// the next lookup). When full, an arbitrary entry makes room.
 type registeredAgents struct {
 	mu      sync.RWMutex
 	records map[string]*Registered
 	stats   cachestat.Counter // of get
+	epoch   *atomic.Uint64    // freshness.epoch; nil: never stale (tests)
 }
 
 func (r *registeredAgents) get(deviceID string) (*Registered, bool) {
@@ -32,12 +35,15 @@ func (r *registeredAgents) get(deviceID string) (*Registered, bool) {
 	return rec, ok
 }
 
-func (r *registeredAgents) put(deviceID string, rec *Registered) {
+func (r *registeredAgents) put(deviceID string, rec *Registered, stamp uint64) {
 	if rec == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.epoch != nil && r.epoch.Load() != stamp {
+		return // the caches were emptied since the read: it may be stale
+	}
 	if r.records == nil {
 		r.records = make(map[string]*Registered)
 	}
@@ -48,4 +54,11 @@ func (r *registeredAgents) put(deviceID string, rec *Registered) {
 		}
 	}
 	r.records[deviceID] = rec
+}
+
+// clear forgets every agent.
+func (r *registeredAgents) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.records)
 }

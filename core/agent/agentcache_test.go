@@ -3,8 +3,8 @@ package agent
 import "testing"
 
 // TestLookupsRemembered: a registered agent, once looked up by deviceId or by
-// key, is answered again without reading the store (registrations never
-// change); an agent not yet registered is read each time, so its registration
+// key, is answered again without reading the store (while no removal is seen:
+// remove_test.go); an agent not yet registered is read each time, so its registration
 // shows at once.
 func TestLookupsRemembered(t *testing.T) {
 	h := newHarness(t)

@@ -3,6 +3,7 @@ package agent
 import (
 	"crypto/ed25519"
 	"sync"
+	"sync/atomic"
 
 	"filippo.io/edwards25519"
 
@@ -14,17 +15,19 @@ const registeredKeysMax = 1 << 16
 
 // registeredKeys remembers, for public keys VerifySignature found registered,
 // the deviceId they are registered to, so that an agent that signs again costs
-// no store read. A registration is permanent (nothing deletes or rewrites the
-// key index), so an entry never goes stale, whichever instance registered it; a
-// key not found is not remembered, as it may be registered at any time. When
-// full, an arbitrary entry makes room (Go's map iteration starts at random).
-// Staleness across instances: none that can admit anything wrong, since what it
-// remembers cannot change; a key registered by another instance is read from the
-// store on its first check here.
+// no store read. An agent can be removed (by any instance): the cache is answered
+// from only while freshness allows it, and is emptied when a removal is seen
+// (freshness.go); an entry is kept only if no emptying happened since the epoch
+// its store read began in (stamp). A key not found is not remembered, as it may
+// be registered at any time. When full, an arbitrary entry makes room (Go's map
+// iteration starts at random). Staleness across instances: at most RemovalMaxAge
+// after another instance's removal; a key registered by another instance is read
+// from the store on its first check here.
 type registeredKeys struct {
 	mu      sync.RWMutex
 	devices map[[ed25519.PublicKeySize]byte]string
 	stats   cachestat.Counter // of get
+	epoch   *atomic.Uint64    // freshness.epoch; nil: never stale (tests)
 }
 
 // get returns the deviceId key is registered to, if remembered.
@@ -39,13 +42,17 @@ func (r *registeredKeys) get(key ed25519.PublicKey) (deviceID string, ok bool) {
 	return deviceID, ok
 }
 
-// put remembers that key is registered to deviceID.
-func (r *registeredKeys) put(key ed25519.PublicKey, deviceID string) {
+// put remembers that key is registered to deviceID, as read by a lookup that
+// began at epoch stamp.
+func (r *registeredKeys) put(key ed25519.PublicKey, deviceID string, stamp uint64) {
 	if len(key) != ed25519.PublicKeySize {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.epoch != nil && r.epoch.Load() != stamp {
+		return // the caches were emptied since the read: it may be stale
+	}
 	if r.devices == nil {
 		r.devices = make(map[[ed25519.PublicKeySize]byte]string)
 	}
@@ -56,6 +63,13 @@ func (r *registeredKeys) put(key ed25519.PublicKey, deviceID string) {
 		}
 	}
 	r.devices[[ed25519.PublicKeySize]byte(key)] = deviceID
+}
+
+// clear forgets every key.
+func (r *registeredKeys) clear() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.devices)
 }
 
 // validKeysMax bounds the keys validKeys remembers: 32 bytes and a decoded point

@@ -25,9 +25,18 @@ import (
 //	                              copy was kept hold the deviceId alone)
 //	agent/h/{humanId}          -> the human's agent count and first registration (JSON)
 //	agent/lb/{^count}{earliest ms}{humanId} -> empty: the leaderboard index, in order
+//	agent/ha/{humanId}/{deviceId} -> a copy of the agent/d/ record: the human's agents
+//	                              (written since agent removal exists; an older human's
+//	                              agents are found by a scan of agent/d/ once, see
+//	                              remove.go, and indexed then)
+//	agent/gen                  -> removal generation (8 bytes, big endian): counts the
+//	                              removals, so that every instance can tell that what it
+//	                              caches may be stale (freshness.go)
+//	agent/o/{hex sha256(secret)} -> an owner's session on the agents page (JSON; the
+//	                              browser holds the secret in a cookie), until it expires
 //
-// The leaderboard index is rewritten for one human at each registration, so reading
-// the top N is a prefix scan of N keys.
+// The leaderboard index is rewritten for one human at each registration and each
+// removal, so reading the top N is a prefix scan of N keys.
 
 func sessionKey(id string) []byte { return []byte("agent/s/" + id) }
 func replayKey(sum []byte) []byte { return append([]byte("agent/m/"), sum...) }
@@ -39,6 +48,13 @@ func deviceKey(deviceID string) []byte        { return []byte("agent/d/" + devic
 func publicKeyKey(key []byte) []byte          { return []byte("agent/k/" + hex.EncodeToString(key)) }
 func humanKey(humanID string) []byte          { return []byte("agent/h/" + humanID) }
 func leaderboardPrefix() []byte               { return []byte("agent/lb/") }
+func humanAgentsPrefix(humanID string) []byte { return []byte("agent/ha/" + humanID + "/") }
+func humanAgentKey(humanID, deviceID string) []byte {
+	return append(humanAgentsPrefix(humanID), deviceID...)
+}
+func devicePrefix() []byte              { return []byte("agent/d/") }
+func removalGenKey() []byte             { return []byte("agent/gen") }
+func ownerSessionKey(ref string) []byte { return []byte("agent/o/" + ref) }
 func leaderboardKey(h humanStats, humanID string) []byte {
 	k := leaderboardPrefix()
 	k = binary.BigEndian.AppendUint64(k, math.MaxUint64-uint64(h.AgentCount))

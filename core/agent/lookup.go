@@ -46,14 +46,24 @@ type LeaderboardEntry struct {
 // form or age rule), and whether its deviceId is registered with that same key.
 func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*SignatureCheck, error) {
 	// The key index names the one device registered with the key: a point read, with
-	// no record to decode and no key to re-encode, unless the key was seen before.
+	// no record to decode and no key to re-encode, unless the key was seen before
+	// (and no removal may have made that stale: freshness).
+	epoch := s.fresh.epoch.Load()
 	deviceID, known := s.registeredKeys.get(c.PublicKey)
+	if known {
+		if err := s.fresh.usable(ctx); err != nil {
+			return nil, err
+		}
+		// Unless the caches were emptied meanwhile (a removal was seen).
+		known = s.fresh.epoch.Load() == epoch
+	}
 	if !known {
+		stamp := s.fresh.stamp(ctx)
 		switch v, err := storage.ReadKey(ctx, s.store, publicKeyKey(c.PublicKey)); {
 		case err == nil:
 			deviceID, _ = parseKeyIndex(v)
 			known = true
-			s.registeredKeys.put(c.PublicKey, deviceID)
+			s.registeredKeys.put(c.PublicKey, deviceID, stamp)
 		case !errors.Is(err, storage.ErrNotFound):
 			return nil, err
 		}
@@ -62,30 +72,44 @@ func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*Signature
 }
 
 // LookupDevice returns the agent registered under deviceID. An agent found
-// registered is remembered (registeredAgents): registrations never change.
+// registered is remembered (registeredAgents) until a removal is seen.
 func (s *Service) LookupDevice(ctx context.Context, deviceID string) (*Lookup, error) {
 	if err := ValidateDeviceID(deviceID); err != nil {
 		return nil, err
 	}
+	epoch := s.fresh.epoch.Load()
 	if r, ok := s.registered.get(deviceID); ok {
-		return lookupOf(r), nil
+		if err := s.fresh.usable(ctx); err != nil {
+			return nil, err
+		}
+		if s.fresh.epoch.Load() == epoch { // not emptied meanwhile
+			return lookupOf(r), nil
+		}
 	}
+	stamp := s.fresh.stamp(ctx)
 	r, err := s.readRegistered(ctx, deviceID)
 	if err != nil {
 		return nil, err
 	}
-	s.registered.put(deviceID, r)
+	s.registered.put(deviceID, r, stamp)
 	return lookupOf(r), nil
 }
 
 // LookupPublicKey returns the agent registered with key; a key found registered
 // is remembered, as LookupDevice remembers the agent.
 func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*Lookup, error) {
+	epoch := s.fresh.epoch.Load()
 	if deviceID, ok := s.registeredKeys.get(key); ok {
 		if r, ok := s.registered.get(deviceID); ok {
-			return lookupOf(r), nil
+			if err := s.fresh.usable(ctx); err != nil {
+				return nil, err
+			}
+			if s.fresh.epoch.Load() == epoch { // not emptied meanwhile
+				return lookupOf(r), nil
+			}
 		}
 	}
+	stamp := s.fresh.stamp(ctx)
 	v, err := storage.ReadKey(ctx, s.store, publicKeyKey(key))
 	if errors.Is(err, storage.ErrNotFound) {
 		return lookupOf(nil), nil
@@ -94,11 +118,16 @@ func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*
 		return nil, err
 	}
 	// A key index written without its copy of the record names the device, whose
-	// record is read next: registrations never change, so the two reads agree.
+	// record is read next. The two reads may straddle a removal (the record is then
+	// gone: not registered) or a removal and a new registration of the deviceId
+	// (the record then holds another key: not this key's agent).
 	var r *Registered
 	deviceID, record := parseKeyIndex(v)
 	if record == nil {
 		r, err = s.readRegistered(ctx, deviceID)
+		if err == nil && r != nil && r.PublicKey != EncodePublicKey(key) {
+			r = nil
+		}
 	} else {
 		r, err = decodeRegistered(deviceID, record)
 	}
@@ -106,8 +135,8 @@ func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*
 		return nil, err
 	}
 	if r != nil {
-		s.registeredKeys.put(key, deviceID)
-		s.registered.put(deviceID, r)
+		s.registeredKeys.put(key, deviceID, stamp)
+		s.registered.put(deviceID, r, stamp)
 	}
 	return lookupOf(r), nil
 }

@@ -290,7 +290,7 @@ func TestRegisteredKeysBounded(t *testing.T) {
 		return k
 	}
 	for i := range registeredKeysMax + 100 {
-		r.put(key(i), fmt.Sprint("device-", i))
+		r.put(key(i), fmt.Sprint("device-", i), 0)
 	}
 	if n := len(r.devices); n != registeredKeysMax {
 		t.Errorf("%d keys remembered, want at most %d", n, registeredKeysMax)

@@ -28,6 +28,9 @@ type Purpose string
 const (
 	PurposeLogin             Purpose = "login"
 	PurposeAgentRegistration Purpose = "agent_registration"
+	// PurposeAgentManagement opens a person's agents page, where they can see and
+	// remove the agents registered to them.
+	PurposeAgentManagement Purpose = "agent_management"
 )
 
 // Status is the state of a challenge.

@@ -1,0 +1,55 @@
+package caddymodule
+
+import (
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/jsontime"
+)
+
+// The admin route of agents (see AdminAPI):
+//
+//	DELETE /palmgate/agents/{deviceId}   remove the agent: it answers registered:false
+//	                                     on lookups and signature checks at once on this
+//	                                     instance and within agent.RemovalMaxAge on every
+//	                                     other one on the store, and leaves the
+//	                                     leaderboard -> {"deviceId","humanId","registeredAt"}
+//
+// An unknown deviceId is 404, a malformed one 400. The deviceId and its key may
+// be registered again afterwards (a new init and palm verification).
+
+// Agents is the agent registry.
+func (a *App) Agents() *agent.Service { return a.agents }
+
+// removedAgent is the answer of the route.
+type removedAgent struct {
+	DeviceID     string        `json:"deviceId"`
+	HumanID      string        `json:"humanId"`
+	RegisteredAt jsontime.Time `json:"registeredAt"`
+}
+
+// adminAgents serves /palmgate/agents/{deviceId}.
+func adminAgents(w http.ResponseWriter, r *http.Request) error {
+	deviceID, ok := strings.CutPrefix(r.URL.Path, "/palmgate/agents/")
+	if !ok || deviceID == "" {
+		return adminError(http.StatusNotFound, "no such route; DELETE /palmgate/agents/{deviceId}")
+	}
+	if r.Method != http.MethodDelete {
+		w.Header().Set("Allow", http.MethodDelete)
+		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; DELETE", r.Method)
+	}
+	app, err := activeApp()
+	if err != nil {
+		return err
+	}
+	removed, err := app.Agents().Remove(r.Context(), deviceID)
+	if err != nil {
+		return clientAdminError(err)
+	}
+	app.logger.Info("palmgate agent removed",
+		zap.String("by", "operator"), zap.String("deviceId", removed.DeviceID), zap.String("humanId", removed.HumanID))
+	return writeAdminJSON(w, http.StatusOK, removedAgent{DeviceID: removed.DeviceID, HumanID: removed.HumanID, RegisteredAt: removed.RegisteredAt})
+}
