@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/core/records"
@@ -90,6 +91,7 @@ type Service struct {
 	registeredKeys  registeredKeys   // deviceIds of keys found registered
 	registered      registeredAgents // records of agents found registered
 	validKeys       validKeys        // keys CheckPublicKey accepted
+	events          event.Sink
 }
 
 // Config builds a Service.
@@ -104,6 +106,9 @@ type Config struct {
 	SessionTTL time.Duration
 	// ChallengeMaxAge is the accepted age of challenge timestamps, both directions.
 	ChallengeMaxAge time.Duration
+	// Events receives registrations and signature checks (event.Registration,
+	// event.SignatureCheck); nil: none.
+	Events event.Sink
 }
 
 // NewService builds the registry and registers its palm challenge outcome.
@@ -114,7 +119,7 @@ func NewService(cfg Config) *Service {
 	}
 	s := &Service{
 		store: cfg.Store, palm: cfg.Palm, now: now, issuer: cfg.Issuer,
-		sessionTTL: cfg.SessionTTL, challengeMaxAge: cfg.ChallengeMaxAge,
+		sessionTTL: cfg.SessionTTL, challengeMaxAge: cfg.ChallengeMaxAge, events: cfg.Events,
 	}
 	cfg.Palm.Handle(palm.PurposeAgentRegistration, outcome{s})
 	return s
@@ -179,6 +184,8 @@ func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Sess
 	if err != nil {
 		return nil, err
 	}
+	s.events.Emit(ctx, event.Event{Kind: event.Registration, Outcome: event.Started,
+		DeviceID: session.DeviceID, KeyFingerprint: ch.Request.KeyFingerprint})
 	return session, nil
 }
 
@@ -300,16 +307,16 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 	case errors.Is(err, ErrInvalid):
 		// A key refused since the session began (a weak key, before keys were
 		// checked): it is never registered.
-		session.Status = SessionFailed
+		session.Status, c.Outcome = SessionFailed, event.Failed
 	case errors.Is(err, ErrAlreadyRegistered):
-		session.Status = SessionFailed
+		session.Status, c.Outcome = SessionFailed, event.Failed
 	case err != nil:
 		return err
 	default:
 		if err := register(txn, session.DeviceID, key, Registered{PublicKey: session.PublicKey, HumanID: humanID, RegisteredAt: Time(now)}); err != nil {
 			return err
 		}
-		session.Status, session.RegisteredAt = SessionCompleted, Time(now)
+		session.Status, session.RegisteredAt, c.Outcome = SessionCompleted, Time(now), event.Verified
 	}
 	if err := closePending(txn, session, o.s.now()); err != nil {
 		return err
@@ -318,10 +325,14 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 }
 
 // Committed drops the cached leaderboard once a verified registration has
-// committed.
-func (o outcome) Committed(c *palm.Challenge) {
+// committed, and tells the sink how the registration ended.
+func (o outcome) Committed(ctx context.Context, c *palm.Challenge) {
 	if c.Status == palm.StatusVerified {
 		o.s.board.gen.Add(1)
+	}
+	if c.Outcome != event.None {
+		o.s.events.Emit(ctx, event.Event{Kind: event.Registration, Outcome: c.Outcome, HumanID: c.HumanID,
+			DeviceID: c.Request.DeviceID, KeyFingerprint: c.Request.KeyFingerprint})
 	}
 }
 
@@ -334,7 +345,7 @@ func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
 	if session.Status != SessionPending {
 		return nil
 	}
-	session.Status = SessionFailed
+	session.Status, c.Outcome = SessionFailed, event.Denied
 	if err := closePending(txn, session, o.s.now()); err != nil {
 		return err
 	}

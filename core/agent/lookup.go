@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -57,7 +58,18 @@ func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*Signature
 			return nil, err
 		}
 	}
-	return &SignatureCheck{Verified: c.verify(s.validKeys.check), Registered: known && deviceID == c.DeviceID}, nil
+	check := &SignatureCheck{Verified: c.verify(s.validKeys.check), Registered: known && deviceID == c.DeviceID}
+	if s.events != nil {
+		result := event.BadSignature
+		switch {
+		case check.Verified && check.Registered:
+			result = event.Registered
+		case check.Verified:
+			result = event.Unregistered
+		}
+		s.events(ctx, event.Event{Kind: event.SignatureCheck, Outcome: result})
+	}
+	return check, nil
 }
 
 // LookupDevice returns the agent registered under deviceID. An agent found
