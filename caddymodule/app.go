@@ -214,9 +214,13 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(); err != nil {
 		return err
 	}
+	if err := registerMetrics(ctx); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	events := newEventSink(a.logger.Named(AuditLoggerName))
 	var err error
 	a.palm, err = palm.NewService(palm.Config{
-		Store: a.store, Issuer: a.Issuer, AttestorKeys: a.attestors(), Dev: a.Dev,
+		Store: a.store, Issuer: a.Issuer, AttestorKeys: a.attestors(), Dev: a.Dev, Events: events,
 		MaxPending: map[palm.Purpose]int{
 			palm.PurposeLogin:             a.MaxPendingLogins,
 			palm.PurposeAgentRegistration: a.MaxPendingRegistrations,
@@ -235,6 +239,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Issuer:          a.Issuer,
 		SessionTTL:      time.Duration(a.RegistrationSessionTTL),
 		ChallengeMaxAge: time.Duration(a.ChallengeMaxAge),
+		Events:          events,
 	})
 	if a.keys, err = keys.Open(ctx, a.store, nil); err != nil {
 		return fmt.Errorf("loading signing keys: %w", err)
@@ -246,6 +251,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		AccessTTL:  time.Duration(a.AccessTokenTTL),
 		RefreshTTL: time.Duration(a.RefreshTokenTTL),
 		CodeTTL:    time.Duration(a.AuthCodeTTL),
+		Events:     events,
 	})
 	if err != nil {
 		return err
