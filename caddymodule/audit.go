@@ -98,3 +98,7 @@ func adminContext(r *http.Request) context.Context {
 	}
 	return event.WithRemote(r.Context(), host)
 }
+
+// Events is the app's event sink, for the work caddymodule does itself (a
+// scheduled key rotation): emit once the change has committed.
+func (a *App) Events() event.Sink { return a.events }

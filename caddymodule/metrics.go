@@ -34,7 +34,7 @@ var domainMetrics = []domainMetric{
 	{"palmgate_palm_assertions_total", "Palm assertions and denials posted for challenges, by outcome (refused: bad signature, unknown attestor, wrong claims or malformed; replayed: the challenge had already ended).",
 		"outcome", []event.Kind{event.PalmAssertion}, []event.Outcome{event.Verified, event.Denied, event.Refused, event.Replayed, event.Expired}},
 	{"palmgate_tokens_issued_total", "Token responses issued, by grant type.",
-		"grant_type", []event.Kind{event.TokenIssued}, []event.Outcome{event.AuthorizationCode, event.RefreshToken, event.ClientCredentials}},
+		"grant_type", []event.Kind{event.TokenIssued}, []event.Outcome{event.AuthorizationCode, event.RefreshToken}},
 	{"palmgate_refresh_reuse_detected_total", "Rotated refresh tokens presented again (each revoked its family).",
 		"", []event.Kind{event.RefreshReused}, []event.Outcome{event.Revoked}},
 	{"palmgate_codes_reused_total", "Authorization codes presented again (each revoked its grant).",

@@ -25,7 +25,7 @@ const (
 	// completed already), Expired.
 	PalmAssertion
 	// TokenIssued: tokens were issued; Outcome is the grant type
-	// (AuthorizationCode, RefreshToken, ClientCredentials).
+	// (AuthorizationCode, RefreshToken).
 	TokenIssued
 	// RefreshReused: a rotated refresh token came back; its family is revoked.
 	RefreshReused
@@ -48,9 +48,14 @@ const (
 	ClientUpdated
 	ClientSecretRotated
 	ClientDeleted
-	// AgentRemoved: an agent was removed, by the operator or its human.
+	// AgentRemoved: an agent was removed, by the operator (HumanID "") or its
+	// human (HumanID), with DeviceID and KeyFingerprint: once the removal has
+	// committed, `s.events.Emit(ctx, event.Event{Kind: event.AgentRemoved,
+	// HumanID: by, DeviceID: id, KeyFingerprint: Fingerprint(key)})` in core/agent.
 	AgentRemoved
-	// KeysRotated: the signing keys were rotated (Outcome Scheduled or Manual).
+	// KeysRotated: the signing keys were rotated, Outcome Scheduled or Manual:
+	// `app.Events().Emit(ctx, event.Event{Kind: event.KeysRotated, Outcome:
+	// event.Scheduled})` in caddymodule once the rotation has committed.
 	KeysRotated
 	// Bearer: a palmgate_bearer decision. Allowed, Missing, Invalid, Expired,
 	// InsufficientScope, Revoked, Unavailable.
@@ -82,7 +87,6 @@ const (
 	NoSession
 	AuthorizationCode
 	RefreshToken
-	ClientCredentials
 	Allowed
 	Missing
 	Invalid
@@ -100,7 +104,7 @@ var outcomeNames = [NumOutcomes]string{
 	Expired: "expired", Refused: "refused", Replayed: "replayed", Failed: "failed",
 	Registered: "registered", Unregistered: "unregistered", BadSignature: "bad_signature",
 	Revoked: "revoked", NoSession: "no_session", AuthorizationCode: "authorization_code",
-	RefreshToken: "refresh_token", ClientCredentials: "client_credentials", Allowed: "allowed",
+	RefreshToken: "refresh_token", Allowed: "allowed",
 	Missing: "missing", Invalid: "invalid", InsufficientScope: "insufficient_scope",
 	Unavailable: "unavailable", Scheduled: "scheduled", Manual: "manual",
 }
