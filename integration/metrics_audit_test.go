@@ -256,7 +256,7 @@ func TestAuditLogToItsOwnFile(t *testing.T) {
 		t.Errorf("the default log holds audit entries although the Caddyfile excludes them:\n%s", e.Log())
 	}
 	b, _ := os.ReadFile(auditPath)
-	testserver.CheckLog(t, "audit log", string(b))
+	testserver.CheckLog(t, "audit log", string(b), e.Hosts()...)
 }
 
 // TestLogCapturePlanted plants known secrets (a client secret and a pairwise
@@ -296,7 +296,7 @@ func TestLogCapturePlanted(t *testing.T) {
 	// The capture knows every planted value and every value the responses carried.
 	for what, v := range map[string]string{"client secret": c.secret, "pairwise secret": pairwise, "palm subject": subject,
 		"code": code, "access token": tok.access, "refresh token": tok2.refresh, "ID token": tok3.id} {
-		if len(testserver.Leaks("x "+v+" x")) == 0 {
+		if len(testserver.Leaks("x "+v+" x", e.Hosts()...)) == 0 {
 			t.Errorf("the log capture does not look for the %s %q", what, v)
 		}
 	}
@@ -304,7 +304,7 @@ func TestLogCapturePlanted(t *testing.T) {
 	if !strings.Contains(e.Log(), `"level":"debug"`) {
 		t.Errorf("the server logged nothing at DEBUG: the capture saw less than every level")
 	}
-	testserver.CheckLog(t, "server "+e.URL+" (logging at DEBUG)", e.Log())
+	testserver.CheckLog(t, "server "+e.URL+" (logging at DEBUG)", e.Log(), e.Hosts()...)
 }
 
 // exampleAccessLog is the site's `log` block of Caddyfile.example, with its

@@ -112,7 +112,7 @@ func DoWith(t testing.TB, client *http.Client, method, url string, body any, hea
 		t.Fatalf("%s %s: reading the body: %v", method, url, err)
 	}
 	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: data, Request: method + " " + url}
-	recordSecrets(body, out) // for the log capture (leaks.go)
+	recordSecrets(req.URL.Host, body, out) // for the log capture (leaks.go)
 	return out
 }
 

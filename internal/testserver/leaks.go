@@ -31,33 +31,47 @@ var jwtRE = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Z
 
 var leaks struct {
 	sync.Mutex
-	values map[string]string // value -> what it is
+	// values maps each value to what it is, by the host:port whose requests or
+	// responses carried it ("" for the planted ones, which every log is checked
+	// for): a server's log is checked for its own values, which keeps the check
+	// of a whole suite's logs linear.
+	values map[string]map[string]string
 	found  []string
 	logs   int
 }
 
 // Sensitive registers values (of at least 12 characters; shorter ones are
 // ignored) that no server log may contain, with what they are ("client secret").
-func Sensitive(what string, values ...string) {
+func Sensitive(what string, values ...string) { sensitiveAt("", what, values...) }
+
+func sensitiveAt(host, what string, values ...string) {
 	leaks.Lock()
 	defer leaks.Unlock()
 	if leaks.values == nil {
-		leaks.values = map[string]string{}
+		leaks.values = map[string]map[string]string{}
+	}
+	m := leaks.values[host]
+	if m == nil {
+		m = map[string]string{}
+		leaks.values[host] = m
 	}
 	for _, v := range values {
 		if len(v) >= minSensitiveLen {
-			leaks.values[v] = what
+			m[v] = what
 		}
 	}
 }
 
 // Leaks returns a description of each sensitive value, and of each JWT, that
-// text contains.
-func Leaks(text string) []string {
+// text contains: the planted values and those the requests to hosts (host:port)
+// and their responses carried.
+func Leaks(text string, hosts ...string) []string {
 	leaks.Lock()
-	values := make(map[string]string, len(leaks.values))
-	for v, what := range leaks.values {
-		values[v] = what
+	values := map[string]string{}
+	for _, h := range append([]string{""}, hosts...) {
+		for v, what := range leaks.values[h] {
+			values[v] = what
+		}
 	}
 	leaks.Unlock()
 	var out []string
@@ -82,11 +96,12 @@ func lineAt(text string, i int) string {
 	return tail(text[start:i+end], 400)
 }
 
-// CheckLog fails t for each leak (see Leaks) in the log text named name, and
-// records it for Main; with $PALMGATE_LOG_CAPTURE set, it keeps the log there.
-func CheckLog(t testing.TB, name, text string) {
+// CheckLog fails t for each leak (see Leaks) in the log text named name, of a
+// server at hosts (its site's and its admin endpoint's host:port), and records it
+// for Main; with $PALMGATE_LOG_CAPTURE set, it keeps the log there.
+func CheckLog(t testing.TB, name, text string, hosts ...string) {
 	t.Helper()
-	found := Leaks(text)
+	found := Leaks(text, hosts...)
 	leaks.Lock()
 	leaks.logs++
 	n := leaks.logs
@@ -120,23 +135,23 @@ func leakReport() (string, bool) {
 // secret, a token or a code.
 var secretFields = []string{"access_token", "refresh_token", "id_token", "client_secret", "code", "palmSubject", "assertion", "registration_access_token"}
 
-// recordSecrets registers the secrets a request body and its response carry.
-func recordSecrets(reqBody any, resp *Response) {
+// recordSecrets registers the secrets a request to host and its response carry.
+func recordSecrets(host string, reqBody any, resp *Response) {
 	switch b := reqBody.(type) {
 	case string:
-		recordForm(b)
+		recordForm(host, b)
 	case []byte:
-		recordJSON(b)
+		recordJSON(host, b)
 	case nil:
 	default:
 		if data, err := json.Marshal(b); err == nil {
-			recordJSON(data)
+			recordJSON(host, data)
 		}
 	}
-	recordJSON(resp.Body)
+	recordJSON(host, resp.Body)
 	if loc := resp.Header.Get("Location"); loc != "" {
 		if u, err := url.Parse(loc); err == nil {
-			recordValues(u.Query())
+			recordValues(host, u.Query())
 		}
 	}
 }
@@ -144,14 +159,14 @@ func recordSecrets(reqBody any, resp *Response) {
 // hiddenInputRE is a hidden form field of a form_post answer.
 var hiddenInputRE = regexp.MustCompile(`name="([a-z_]+)" value="([^"]*)"`)
 
-func recordJSON(data []byte) {
+func recordJSON(host string, data []byte) {
 	var m map[string]any
 	if json.Unmarshal(data, &m) != nil {
 		q := url.Values{}
 		for _, sm := range hiddenInputRE.FindAllSubmatch(data, -1) {
 			q.Add(string(sm[1]), string(sm[2]))
 		}
-		recordValues(q)
+		recordValues(host, q)
 		return
 	}
 	for _, f := range secretFields {
@@ -159,21 +174,27 @@ func recordJSON(data []byte) {
 			continue
 		}
 		if s, ok := m[f].(string); ok {
-			Sensitive("the "+f+" of a request or response", s)
+			sensitiveAt(host, "the "+f+" of a request or response", s)
 		}
 	}
 }
 
-func recordForm(body string) {
+func recordForm(host, body string) {
 	if q, err := url.ParseQuery(body); err == nil {
-		recordValues(q)
+		recordValues(host, q)
 	}
 }
 
-func recordValues(q url.Values) {
+func recordValues(host string, q url.Values) {
 	for _, f := range secretFields {
 		for _, v := range q[f] {
-			Sensitive("the "+f+" of a request or response", v)
+			sensitiveAt(host, "the "+f+" of a request or response", v)
 		}
 	}
+}
+
+// Hosts are the host:port of the server's site and admin endpoint, under which
+// the log capture keeps the secrets their requests and responses carried.
+func (s *Server) Hosts() []string {
+	return []string{strings.TrimPrefix(s.URL, "http://"), s.AdminAddr}
 }

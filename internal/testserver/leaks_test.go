@@ -17,7 +17,7 @@ func TestLogCaptureFindsLeaks(t *testing.T) {
 	})
 	Sensitive("palm subject", "planted-palm-subject-4b1d")
 	Sensitive("short", "alice") // too short to check
-	recordSecrets("grant_type=refresh_token&refresh_token=rt-planted-0123456789", &Response{
+	recordSecrets("127.0.0.1:1", "grant_type=refresh_token&refresh_token=rt-planted-0123456789", &Response{
 		Header: http.Header{"Location": {"https://app.example/cb?code=code-planted-abcdef&state=st"}},
 		Body:   []byte(`{"access_token":"at-planted-0123456789","code":"invalid_request_error_code"}`),
 	})
@@ -33,7 +33,7 @@ func TestLogCaptureFindsLeaks(t *testing.T) {
 		{"a JWT", `{"msg":"bad","token":"eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"}`, "a JWT"},
 		{"an error code is no secret", `{"code":"invalid_request_error_code"}`, ""},
 	} {
-		found := Leaks(tc.log)
+		found := Leaks(tc.log, "127.0.0.1:1")
 		if tc.want == "" {
 			if len(found) != 0 {
 				t.Errorf("%s: leaks %v in a clean log", tc.name, found)
@@ -45,11 +45,14 @@ func TestLogCaptureFindsLeaks(t *testing.T) {
 		}
 		f := &fakeTB{TB: t}
 		done := make(chan struct{})
-		go func() { defer close(done); CheckLog(f, "server x", tc.log) }()
+		go func() { defer close(done); CheckLog(f, "server x", tc.log, "127.0.0.1:1") }()
 		<-done
 		if !f.failed {
 			t.Errorf("%s: CheckLog did not fail the test", tc.name)
 		}
+	}
+	if found := Leaks(`token at-planted-0123456789`, "127.0.0.1:2"); len(found) != 0 {
+		t.Errorf("another server's log is checked for this server's values: %v", found)
 	}
 	if _, leaked := leakReport(); !leaked {
 		t.Error("Main's report is empty after leaks")

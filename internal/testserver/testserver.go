@@ -109,7 +109,7 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	t.Cleanup(func() {
 		s.Stop()
-		CheckLog(t, "server "+s.URL, s.Log()) // leaks.go
+		CheckLog(t, "server "+s.URL, s.Log(), s.Hosts()...) // leaks.go
 		if t.Failed() {
 			t.Logf("server log (%s):\n%s", s.URL, tail(s.Log(), 16<<10))
 		}
