@@ -90,8 +90,8 @@ func expectDeltas(t *testing.T, before, after map[string]float64, want map[strin
 }
 
 // TestMetricsCountExactly: the admin endpoint's /metrics, beside caddy_http_*,
-// counts a login, an agent registration, a refused (and an admitted) bearer
-// token and a refresh token's reuse exactly: each counter moves by what was done
+// counts a login, an agent registration, two signature checks, a refused (and
+// an admitted) bearer token and a refresh token's reuse exactly: each counter moves by what was done
 // and every other palmgate series stays where it was.
 func TestMetricsCountExactly(t *testing.T) {
 	c := newOIDCClient("rp-"+randHex(4), "")
@@ -102,7 +102,12 @@ func TestMetricsCountExactly(t *testing.T) {
 	}
 
 	tok := e.tokensFor(t, c, e.subject("metrics"), "openid offline_access")
-	e.register(t, newAgent(t, "metrics-agent"), e.subject("owner"))
+	ag := newAgent(t, "metrics-agent")
+	e.register(t, ag, e.subject("owner"))
+	e.do(t, "POST", "/v1/agent/verify/signature", ag.sign("hello", 1)).ExpectStatus(t, http.StatusOK)
+	bad := ag.sign("hello", 1)
+	bad["message"] = "hello!"
+	e.do(t, "POST", "/v1/agent/verify/signature", bad).ExpectStatus(t, http.StatusOK)
 	e.do(t, "GET", "/api/orders", nil, "Authorization", "Bearer not-a-token").ExpectStatus(t, http.StatusUnauthorized)
 	e.do(t, "GET", "/api/orders", nil, "Authorization", "Bearer "+tok.access).ExpectStatus(t, http.StatusOK)
 	e.refresh(t, c, tok.refresh).ExpectStatus(t, http.StatusOK)
@@ -118,6 +123,8 @@ func TestMetricsCountExactly(t *testing.T) {
 		`palmgate_refresh_reuse_detected_total`:                         1,
 		`palmgate_agent_registrations_total{outcome="started"}`:         1,
 		`palmgate_agent_registrations_total{outcome="verified"}`:        1,
+		`palmgate_signature_checks_total{result="registered"}`:          1,
+		`palmgate_signature_checks_total{result="bad_signature"}`:       1,
 		`palmgate_bearer_decisions_total{outcome="invalid"}`:            1,
 		`palmgate_bearer_decisions_total{outcome="allowed"}`:            1,
 	})
