@@ -85,7 +85,7 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 	svc := app.OIDC()
 	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, "/palmgate/clients"), "/")
 	id, action, _ := strings.Cut(rest, "/")
-	ctx := r.Context()
+	ctx := adminContext(r) // the audit log names the admin caller's address
 	switch {
 	case id == "" && r.Method == http.MethodGet:
 		list, err := svc.Clients().List(ctx, "")

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
@@ -133,6 +134,7 @@ type App struct {
 	oidc     *oidc.Service
 	edge     *edge.Server
 	logger   *zap.Logger
+	events   event.Sink // counts events and writes the audit log (metrics.go)
 
 	ctx       caddy.Context // of this config generation, for the work Start starts
 	stopWatch func()        // ends the key watcher Start started and waits for it
@@ -217,9 +219,14 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err := a.openStore(); err != nil {
 		return err
 	}
+	if err := registerMetrics(ctx); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	events := newEventSink(a.logger.Named(AuditLoggerName))
+	a.events = events
 	var err error
 	a.palm, err = palm.NewService(palm.Config{
-		Store: a.store, Issuer: a.Issuer, AttestorKeys: a.attestors(), Dev: a.Dev,
+		Store: a.store, Issuer: a.Issuer, AttestorKeys: a.attestors(), Dev: a.Dev, Events: events,
 		MaxPending: map[palm.Purpose]int{
 			palm.PurposeLogin:             a.MaxPendingLogins,
 			palm.PurposeAgentRegistration: a.MaxPendingRegistrations,
@@ -240,6 +247,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Issuer:          a.Issuer,
 		SessionTTL:      time.Duration(a.RegistrationSessionTTL),
 		ChallengeMaxAge: time.Duration(a.ChallengeMaxAge),
+		Events:          events,
 	})
 	if a.keys, err = keys.Open(ctx, a.store, nil); err != nil {
 		return fmt.Errorf("loading signing keys: %w", err)
@@ -251,6 +259,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		AccessTTL:  time.Duration(a.AccessTokenTTL),
 		RefreshTTL: time.Duration(a.RefreshTokenTTL),
 		CodeTTL:    time.Duration(a.AuthCodeTTL),
+		Events:     events,
 	})
 	if err != nil {
 		return err

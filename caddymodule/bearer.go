@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
@@ -96,6 +97,9 @@ func (Bearer) CaddyModule() caddy.ModuleInfo {
 // Provision builds the token verifier.
 func (b *Bearer) Provision(ctx caddy.Context) error {
 	b.logger = ctx.Logger()
+	if err := registerMetrics(ctx); err != nil {
+		return fmt.Errorf("palmgate_bearer: registering metrics: %w", err)
+	}
 	if b.Realm == "" {
 		b.Realm = edge.Realm
 	}
@@ -157,6 +161,7 @@ func validateRemoteIssuer(issuer string) error {
 // and the access log records it.
 func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	claims, err := b.check(r)
+	count(event.Event{Kind: event.Bearer, Outcome: bearer.Decision(err)})
 	if err != nil {
 		status := edge.SetChallenge(w.Header(), b.Realm, err)
 		if status >= 500 {

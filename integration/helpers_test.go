@@ -50,6 +50,7 @@ func start(t *testing.T, opts testserver.Options) *env {
 // response may reveal.
 func (e *env) subject(name string) string {
 	s := fmt.Sprintf("palm-subject-%s-%s", name, randHex(6))
+	testserver.Sensitive("palm subject", s) // no log may hold it either
 	e.mu.Lock()
 	e.secrets = append(e.secrets, s)
 	e.mu.Unlock()

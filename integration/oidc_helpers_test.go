@@ -52,8 +52,10 @@ var testScopes = []string{"openid", "offline_access", "orders:read", "orders:wri
 // newOIDCClient makes a client with a random secret, two registered redirect
 // URIs and testScopes; sector "" keeps the default (the client_id).
 func newOIDCClient(id, sector string) oidcClient {
+	secret := "secret-" + randHex(16)
+	testserver.Sensitive("client secret", secret) // no log may hold it
 	return oidcClient{
-		id: id, secret: "secret-" + randHex(16), name: "App " + id, sector: sector,
+		id: id, secret: secret, name: "App " + id, sector: sector,
 		redirects: []string{"https://" + id + ".example/callback", "https://" + id + ".example/other?tenant=7"},
 		scopes:    testScopes,
 	}

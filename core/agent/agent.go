@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/core/records"
@@ -91,6 +92,7 @@ type Service struct {
 	registered      registeredAgents // records of agents found registered
 	validKeys       validKeys        // keys CheckPublicKey accepted
 	fresh           freshness        // whether the two caches above may be answered from
+	events          event.Sink
 }
 
 // Config builds a Service.
@@ -105,6 +107,9 @@ type Config struct {
 	SessionTTL time.Duration
 	// ChallengeMaxAge is the accepted age of challenge timestamps, both directions.
 	ChallengeMaxAge time.Duration
+	// Events receives registrations and signature checks (event.Registration,
+	// event.SignatureCheck); nil: none.
+	Events event.Sink
 }
 
 // NewService builds the registry and registers its palm challenge outcome.
@@ -115,7 +120,7 @@ func NewService(cfg Config) *Service {
 	}
 	s := &Service{
 		store: cfg.Store, palm: cfg.Palm, now: now, issuer: cfg.Issuer,
-		sessionTTL: cfg.SessionTTL, challengeMaxAge: cfg.ChallengeMaxAge,
+		sessionTTL: cfg.SessionTTL, challengeMaxAge: cfg.ChallengeMaxAge, events: cfg.Events,
 	}
 	s.fresh.store, s.fresh.now = cfg.Store, now
 	s.registeredKeys.epoch, s.registered.epoch = &s.fresh.epoch, &s.fresh.epoch
@@ -184,6 +189,8 @@ func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Sess
 	if err != nil {
 		return nil, err
 	}
+	s.events.Emit(ctx, event.Event{Kind: event.Registration, Outcome: event.Started,
+		DeviceID: session.DeviceID, KeyFingerprint: ch.Request.KeyFingerprint})
 	return session, nil
 }
 
@@ -305,16 +312,16 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 	case errors.Is(err, ErrInvalid):
 		// A key refused since the session began (a weak key, before keys were
 		// checked): it is never registered.
-		session.Status = SessionFailed
+		session.Status, c.Outcome = SessionFailed, event.Failed
 	case errors.Is(err, ErrAlreadyRegistered):
-		session.Status = SessionFailed
+		session.Status, c.Outcome = SessionFailed, event.Failed
 	case err != nil:
 		return err
 	default:
 		if err := register(txn, session.DeviceID, key, Registered{PublicKey: session.PublicKey, HumanID: humanID, RegisteredAt: Time(now)}); err != nil {
 			return err
 		}
-		session.Status, session.RegisteredAt = SessionCompleted, Time(now)
+		session.Status, session.RegisteredAt, c.Outcome = SessionCompleted, Time(now), event.Verified
 	}
 	if err := closePending(txn, session, o.s.now()); err != nil {
 		return err
@@ -323,10 +330,14 @@ func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) er
 }
 
 // Committed drops the cached leaderboard once a verified registration has
-// committed.
-func (o outcome) Committed(c *palm.Challenge) {
+// committed, and tells the sink how the registration ended.
+func (o outcome) Committed(ctx context.Context, c *palm.Challenge) {
 	if c.Status == palm.StatusVerified {
 		o.s.board.gen.Add(1)
+	}
+	if c.Outcome != event.None {
+		o.s.events.Emit(ctx, event.Event{Kind: event.Registration, Outcome: c.Outcome, HumanID: c.HumanID,
+			DeviceID: c.Request.DeviceID, KeyFingerprint: c.Request.KeyFingerprint})
 	}
 }
 
@@ -339,7 +350,7 @@ func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
 	if session.Status != SessionPending {
 		return nil
 	}
-	session.Status = SessionFailed
+	session.Status, c.Outcome = SessionFailed, event.Denied
 	if err := closePending(txn, session, o.s.now()); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/palmgate/palmgate/core/cachestat"
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -68,7 +69,18 @@ func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*Signature
 			return nil, err
 		}
 	}
-	return &SignatureCheck{Verified: c.verify(s.validKeys.point), Registered: known && deviceID == c.DeviceID}, nil
+	check := &SignatureCheck{Verified: c.verify(s.validKeys.point), Registered: known && deviceID == c.DeviceID}
+	if s.events != nil {
+		result := event.BadSignature
+		switch {
+		case check.Verified && check.Registered:
+			result = event.Registered
+		case check.Verified:
+			result = event.Unregistered
+		}
+		s.events(ctx, event.Event{Kind: event.SignatureCheck, Outcome: result})
+	}
+	return check, nil
 }
 
 // LookupDevice returns the agent registered under deviceID. An agent found

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -35,9 +36,10 @@ type OwnedAgent struct {
 
 // Removed is what a removal took away.
 type Removed struct {
-	DeviceID     string
-	HumanID      string
-	RegisteredAt Time
+	DeviceID       string
+	HumanID        string
+	KeyFingerprint string // of the agent's key ("" if its record held no valid key)
+	RegisteredAt   Time
 }
 
 // Remove unregisters the agent deviceID (the operator's removal): its record, its
@@ -80,6 +82,8 @@ func (s *Service) remove(ctx context.Context, deviceID, owner string) (*Removed,
 	// leaderboard cache with it.
 	s.fresh.removedHere()
 	s.board.gen.Add(1)
+	s.events.Emit(ctx, event.Event{Kind: event.AgentRemoved, HumanID: removed.HumanID,
+		DeviceID: removed.DeviceID, KeyFingerprint: removed.KeyFingerprint})
 	return removed, nil
 }
 
@@ -108,8 +112,10 @@ func unregister(txn storage.Txn, deviceID, owner string) (*Removed, error) {
 	}
 	// The key index entry, unless it names another device (it cannot while the
 	// record exists; a defence against an inconsistent store).
+	fingerprint := ""
 	if der, err := decodeBase64(r.PublicKey); err == nil {
 		if key, err := parseSPKI(der); err == nil {
+			fingerprint = Fingerprint(key)
 			switch v, err := txn.Get(publicKeyKey(key)); {
 			case err == nil:
 				if id, _ := parseKeyIndex(v); id == deviceID {
@@ -128,7 +134,7 @@ func unregister(txn storage.Txn, deviceID, owner string) (*Removed, error) {
 	if err := bumpRemovalGen(txn); err != nil {
 		return nil, err
 	}
-	return &Removed{DeviceID: deviceID, HumanID: r.HumanID, RegisteredAt: r.RegisteredAt}, nil
+	return &Removed{DeviceID: deviceID, HumanID: r.HumanID, KeyFingerprint: fingerprint, RegisteredAt: r.RegisteredAt}, nil
 }
 
 // dropFromHuman takes deviceID (whose record is already deleted) out of humanID's

@@ -183,7 +183,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 			return nil, fmt.Errorf("%w: %w", ErrIssuerUnavailable, err)
 		}
 		if revoked {
-			return nil, fmt.Errorf("%w: the token was revoked", ErrInvalidToken)
+			return nil, ErrRevoked
 		}
 	}
 	return claims, nil
@@ -288,13 +288,16 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 		if errors.Is(keyErr, storage.ErrUnavailable) { // the issuer's own key set, its store down
 			return nil, fmt.Errorf("%w: %w", ErrIssuerUnavailable, keyErr)
 		}
+		if errors.Is(err, jwt.ErrTokenExpired) {
+			return nil, fmt.Errorf("%w: %v", ErrExpired, err)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalidToken, err)
 	}
 	if claims.Subject == "" || claims.ExpiresAt == nil || claims.GrantID == "" {
 		return nil, fmt.Errorf("%w: sub, exp and sid are required", ErrInvalidToken)
 	}
 	if !live(&claims, v.now(), v.leeway) {
-		return nil, fmt.Errorf("%w: the token expired at %s", ErrInvalidToken, claims.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("%w at %s", ErrExpired, claims.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return &claims, nil
 }

@@ -38,12 +38,12 @@ func (v *Verifier) Check(ctx context.Context, token, audience string, scopes []s
 	claims, err := v.VerifyFor(ctx, token, audience)
 	switch {
 	case errors.Is(err, ErrWrongAudience):
-		return nil, fault.New(fault.Unauthorized, CodeInvalidToken, "the access token was issued for another audience")
+		return nil, &fault.Error{Class: fault.Unauthorized, Code: CodeInvalidToken, Message: "the access token was issued for another audience", Kind: err}
 	case errors.Is(err, ErrIssuerUnavailable):
 		return nil, &fault.Error{Class: fault.Unavailable, Code: CodeTemporarilyUnavailable,
 			Message: "the token issuer cannot be reached", RetryAfter: fault.StorageRetryAfter, Kind: err}
 	case err != nil:
-		return nil, fault.New(fault.Unauthorized, CodeInvalidToken, "the access token is invalid, expired or revoked")
+		return nil, &fault.Error{Class: fault.Unauthorized, Code: CodeInvalidToken, Message: "the access token is invalid, expired or revoked", Kind: err}
 	case !claims.HasScopes(scopes...):
 		need := strings.Join(scopes, " ")
 		return nil, &fault.Error{Class: fault.Forbidden, Code: CodeInsufficientScope,

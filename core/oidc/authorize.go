@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/core/palm"
@@ -202,6 +203,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	if err != nil {
 		return nil, err
 	}
+	s.events.Emit(ctx, event.Event{Kind: event.Login, Outcome: event.Started, ClientID: ar.ClientID})
 	return ar, nil
 }
 
@@ -426,8 +428,9 @@ func (s *Service) Finish(ctx context.Context, id, binding string) (*Redirect, er
 		return nil, err
 	}
 	var redirect *Redirect
+	var answered event.Event // fn may run again: each run sets it anew
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		redirect = nil
+		redirect, answered = nil, event.Event{}
 		ar, err := getAuthRequest(txn, id)
 		if err != nil {
 			return err
@@ -442,21 +445,30 @@ func (s *Service) Finish(ctx context.Context, id, binding string) (*Redirect, er
 		if err != nil {
 			return err
 		}
-		switch c.StatusAt(s.now()) {
+		answered = event.Event{Kind: event.Login, ClientID: ar.ClientID, HumanID: ar.HumanID}
+		switch st := c.StatusAt(s.now()); st {
 		case palm.StatusPending:
 			return nil
 		case palm.StatusVerified:
+			answered.Outcome = event.Completed
 			if err := s.putCode(txn, code, ar); err != nil {
 				return err
 			}
 			redirect = &Redirect{URI: ar.RedirectURI, Code: code, State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}
 		default:
+			answered.Outcome = event.Denied
+			if st == palm.StatusExpired {
+				answered.Outcome = event.Expired
+			}
 			redirect = &Redirect{URI: ar.RedirectURI, Error: ErrAccessDenied, Description: "the palm scan was declined or expired",
 				State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}
 		}
 		ar.Status = RequestAnswered
 		return s.putAuthRequest(txn, ar)
 	})
+	if err == nil && redirect != nil {
+		s.events.Emit(ctx, answered)
+	}
 	return redirect, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -86,6 +87,7 @@ type Clients struct {
 	// deleted runs once a dynamic client's deletion has committed (the provider
 	// revokes its grants).
 	deleted func(ctx context.Context, id string) error
+	events  event.Sink
 }
 
 // newClients builds the registry of cfg's clients on cfg's store.
@@ -94,7 +96,7 @@ func newClients(ctx context.Context, cfg Config, now func() time.Time) (*Clients
 	if err := CheckClients(list, dev); err != nil {
 		return nil, err
 	}
-	c := &Clients{store: cfg.Store, now: now, devRedirects: dev, maxPerOwner: cfg.MaxClientsPerOwner,
+	c := &Clients{store: cfg.Store, now: now, devRedirects: dev, maxPerOwner: cfg.MaxClientsPerOwner, events: cfg.Events,
 		macKey: make([]byte, 32), byID: make(map[string]*client, len(list))}
 	if c.maxPerOwner <= 0 {
 		c.maxPerOwner = DefaultMaxClientsOwner

@@ -7,6 +7,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/keys"
 )
 
@@ -117,11 +118,14 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 		}
 		out.RedirectURI, out.State = redirect, state
 	}
+	ended := event.Event{Kind: event.Logout, Outcome: event.NoSession, ClientID: out.ClientID}
 	if out.GrantID != "" {
 		if err := s.revoke(ctx, out.GrantID); err != nil {
 			return nil, err
 		}
+		ended.Outcome = event.Revoked
 	}
+	s.events.Emit(ctx, ended)
 	return out, nil
 }
 

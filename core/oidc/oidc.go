@@ -14,6 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/storage"
@@ -62,6 +63,9 @@ type Config struct {
 	// MaxClientsPerOwner bounds the dynamic clients of one owner (developer).
 	// Default: DefaultMaxClientsOwner.
 	MaxClientsPerOwner int
+	// Events receives logins, token grants, reuses, logouts and changes of
+	// clients (core/event); nil: none.
+	Events event.Sink
 }
 
 // Service is the OpenID Connect provider.
@@ -81,6 +85,7 @@ type Service struct {
 	refreshParser  *jwt.Parser
 	access         *bearer.Verifier
 	revocations    *revocations
+	events         event.Sink
 }
 
 // NewService builds the provider and registers its palm challenge outcome.
@@ -105,6 +110,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		pairwiseSecret: secret,
 		accessTTL:      cfg.AccessTTL, refreshTTL: cfg.RefreshTTL, codeTTL: cfg.CodeTTL, loginTTL: cfg.LoginTTL,
 		refreshParser: bearer.NewParser(issuer, keys.ES256, now),
+		events:        cfg.Events,
 	}
 	cl.deleted = s.revokeClientGrants
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {

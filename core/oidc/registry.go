@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/records"
@@ -298,6 +299,7 @@ func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, str
 	if err != nil {
 		return nil, "", err
 	}
+	r.emit(ctx, event.ClientCreated, rec.ID, spec.Owner)
 	return rec.info(r.now()), secret, nil
 }
 
@@ -418,6 +420,7 @@ func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec)
 	if err != nil {
 		return nil, err
 	}
+	r.emit(ctx, event.ClientUpdated, id, owner)
 	return rec.info(r.now()), nil
 }
 
@@ -449,6 +452,7 @@ func (r *Clients) RotateSecret(ctx context.Context, id, owner string, grace time
 	if err != nil {
 		return nil, "", err
 	}
+	r.emit(ctx, event.ClientSecretRotated, id, owner)
 	return rec.info(r.now()), secret, nil
 }
 
@@ -493,8 +497,18 @@ func (r *Clients) Delete(ctx context.Context, id, owner string) error {
 		}
 		return txn.Delete(clientKey(id))
 	})
-	if err != nil || r.deleted == nil {
+	if err != nil {
 		return err
 	}
+	r.emit(ctx, event.ClientDeleted, id, owner)
+	if r.deleted == nil {
+		return nil
+	}
 	return r.deleted(ctx, id)
+}
+
+// emit tells the sink that a dynamic client changed, by its owner (a developer,
+// in the portal) or, with none, by the operator.
+func (r *Clients) emit(ctx context.Context, kind event.Kind, id, owner string) {
+	r.events.Emit(ctx, event.Event{Kind: kind, ClientID: id, HumanID: owner})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/records"
@@ -207,13 +208,18 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 	}
 	if reused {
 		s.committed(revoked)
+		s.events.Emit(ctx, event.Event{Kind: event.CodeReused, Outcome: event.Revoked, ClientID: clientID, HumanID: rec.HumanID})
 		return nil, oauthError(ErrInvalidGrant, "the code was already used; the tokens issued from it are revoked")
 	}
 	var refreshExp time.Time
 	if g.RefreshJTI != "" {
 		refreshExp = g.ExpiresAt
 	}
-	return s.sign(cl, grantID, clientID, rec.HumanID, rec.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
+	resp, err := s.sign(cl, grantID, clientID, rec.HumanID, rec.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
+	if err == nil {
+		s.events.Emit(ctx, event.Event{Kind: event.TokenIssued, Outcome: event.AuthorizationCode, ClientID: clientID, HumanID: rec.HumanID})
+	}
+	return resp, err
 }
 
 func checkPKCE(challenge, verifier string) error {
@@ -432,13 +438,18 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 	}
 	if reused {
 		s.committed(revoked)
+		s.events.Emit(ctx, event.Event{Kind: event.RefreshReused, Outcome: event.Revoked, ClientID: clientID, HumanID: g.HumanID})
 		return nil, oauthError(ErrInvalidGrant, "the refresh token was already used; its family is revoked")
 	}
 	scopes := g.Scopes
 	if asked != nil {
 		scopes = asked
 	}
-	return s.sign(cl, claims.GrantID, clientID, g.HumanID, scopes, g.Resource, g.AuthTime, "", newJTI, g.ExpiresAt)
+	resp, err := s.sign(cl, claims.GrantID, clientID, g.HumanID, scopes, g.Resource, g.AuthTime, "", newJTI, g.ExpiresAt)
+	if err == nil {
+		s.events.Emit(ctx, event.Event{Kind: event.TokenIssued, Outcome: event.RefreshToken, ClientID: clientID, HumanID: g.HumanID})
+	}
+	return resp, err
 }
 
 // sign makes the access token, the ID token and (with refreshJTI) the refresh token.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/core/records"
@@ -126,6 +127,9 @@ type Challenge struct {
 	Ref string `json:"-"`
 	// HumanID is set once the challenge is verified.
 	HumanID string `json:"-"`
+	// Outcome is what the purpose's Outcome made of the challenge's end, set in
+	// its transaction for its Committer's event (not stored).
+	Outcome event.Outcome `json:"-"`
 	// Reads are storage keys the purpose's Outcome will read when the challenge
 	// ends, named by the purpose when it creates the challenge, so that the Outcome
 	// can read them in one go with its own record (storage.Prefetch) rather than
@@ -167,9 +171,9 @@ type Outcome interface {
 // Committer may be implemented by an Outcome that must learn when the
 // transaction that ended a challenge has committed, for example to drop what it
 // caches of the records that transaction changed. Committed runs after the
-// commit, outside any transaction.
+// commit, outside any transaction; ctx is the request's.
 type Committer interface {
-	Committed(c *Challenge)
+	Committed(ctx context.Context, c *Challenge)
 }
 
 // Service creates and completes palm challenges.
@@ -181,6 +185,7 @@ type Service struct {
 	dev      *DevAttestor
 	outcomes map[Purpose]Outcome
 	pending  *pendingCaps
+	events   event.Sink
 }
 
 // Config builds a Service.
@@ -205,6 +210,8 @@ type Config struct {
 	// (Network of Request.Address) created; zero or absent means no such cap. It
 	// applies only beneath a MaxPending cap.
 	MaxPendingPerNetwork map[Purpose]int
+	// Events receives the ends of challenges (event.PalmAssertion); nil: none.
+	Events event.Sink
 }
 
 // NewService builds a Service from its configuration.
@@ -241,6 +248,7 @@ func NewService(cfg Config) (*Service, error) {
 		dev:      dev,
 		outcomes: map[Purpose]Outcome{},
 		pending:  newPendingCaps(cfg.MaxPending, cfg.MaxPendingPerNetwork),
+		events:   cfg.Events,
 	}, nil
 }
 
@@ -372,6 +380,12 @@ func (s *Service) Lookup(ctx context.Context, id, nonce string) (*Challenge, err
 // challenge id, and on success records the verified challenge, the human and the
 // purpose's outcome in one transaction. Each challenge completes at most once.
 func (s *Service) Complete(ctx context.Context, id, assertion string) (*Challenge, error) {
+	c, err := s.complete(ctx, id, assertion)
+	s.emitEnd(ctx, c, err, event.Verified)
+	return c, err
+}
+
+func (s *Service) complete(ctx context.Context, id, assertion string) (*Challenge, error) {
 	claims, err := s.verifier.Verify(assertion)
 	if err != nil {
 		return nil, err
@@ -395,13 +409,15 @@ func (s *Service) Complete(ctx context.Context, id, assertion string) (*Challeng
 
 // Deny records that the person declined challenge id.
 func (s *Service) Deny(ctx context.Context, id, nonce string) (*Challenge, error) {
-	return s.finish(ctx, id, nonce, ErrNotFound, nil, func(txn storage.Txn, c *Challenge) error {
+	c, err := s.finish(ctx, id, nonce, ErrNotFound, nil, func(txn storage.Txn, c *Challenge) error {
 		c.Status = StatusDenied
 		if o := s.outcomes[c.Purpose]; o != nil {
 			return o.Denied(txn, c)
 		}
 		return nil
 	})
+	s.emitEnd(ctx, c, err, event.Denied)
+	return c, err
 }
 
 // DevScan completes challenge id as if the palm engine had recognised palmSubject.
@@ -462,7 +478,7 @@ func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error
 		return nil, err
 	}
 	if c, ok := s.outcomes[done.Purpose].(Committer); ok {
-		c.Committed(done)
+		c.Committed(ctx, done)
 	}
 	return done, nil
 }

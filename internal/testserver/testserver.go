@@ -109,6 +109,7 @@ func Start(t testing.TB, opts Options) *Server {
 	}
 	t.Cleanup(func() {
 		s.Stop()
+		CheckLog(t, "server "+s.URL, s.Log(), s.Hosts()...) // leaks.go
 		if t.Failed() {
 			t.Logf("server log (%s):\n%s", s.URL, tail(s.Log(), 16<<10))
 		}
@@ -497,6 +498,10 @@ func Binary(t testing.TB) string {
 // `func TestMain(m *testing.M) { testserver.Main(m) }`.
 func Main(m *testing.M, after ...func() error) {
 	code := m.Run()
+	if report, leaked := leakReport(); leaked { // leaks.go
+		fmt.Fprintln(os.Stderr, report)
+		code = 1
+	}
 	for _, f := range after {
 		if err := f(); err != nil && code == 0 {
 			code = 1
