@@ -20,8 +20,8 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "palmgate",
-		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | client ... | " + migrateUsage,
-		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; client add|list|show|update|rotate-secret|remove; migrate: Badger to PostgreSQL)",
+		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | client ... | keys list|rotate | " + migrateUsage,
+		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; client add|list|show|update|rotate-secret|remove; keys list|rotate; migrate: Badger to PostgreSQL)",
 		Long: `
 palmgate's command-line tools.
 
@@ -30,6 +30,7 @@ palmgate's command-line tools.
   caddy palmgate client add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--json]
   caddy palmgate client list|show <id>|update <id> ...|rotate-secret <id> [--grace 24h]|remove <id>
   caddy palmgate portal end-sessions <owner> [--json]
+  caddy palmgate keys list|rotate [--alg RS256|ES256|EdDSA] [--json]
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			hash := &cobra.Command{
@@ -59,6 +60,7 @@ API, autosave.json) never holds the secret in clear.
 			cmd.AddCommand(newMigrateCommand())
 			addClientCommands(cmd)
 			addPortalCommands(cmd)
+			addKeysCommands(cmd)
 		},
 	})
 }
