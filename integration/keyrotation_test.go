@@ -239,7 +239,7 @@ func TestKeyRotationScheduled(t *testing.T) {
 		}
 		for i := 1; i < len(created); i++ {
 			if gap := created[i].Sub(created[i-1]); gap < every-time.Second {
-				t.Errorf("%s keys created %s apart (%s, %s), want at least %s: two rotations in one interval",
+				t.Errorf("%s keys created %s apart (%s, %s), want an interval (%s, less a second of rounding): two rotations in one interval",
 					alg, gap, created[i-1].Format(time.RFC3339), created[i].Format(time.RFC3339), every)
 			}
 		}
