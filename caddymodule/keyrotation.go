@@ -3,6 +3,8 @@ package caddymodule
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -10,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/oidc"
 )
 
 // Scheduled rotation and retirement of the signing keys (key_rotation): the glue
@@ -40,17 +43,10 @@ func parseKeyRotation(d *caddyfile.Dispenser, target *caddy.Duration) error {
 	return nil
 }
 
-// tokenLifetimes is the longest lifetime of a token each algorithm's keys sign
-// (core/oidc): ID tokens live access_token_ttl and are RS256, ES256 or EdDSA;
-// access tokens (access_token_ttl) and refresh tokens (at most refresh_token_ttl
-// from their signing: a refresh keeps its grant's expiry) are ES256.
+// tokenLifetimes is how long each algorithm's retired keys must still verify
+// what they signed (core/oidc decides: it knows what each signs).
 func (a *App) tokenLifetimes() map[string]time.Duration {
-	access, refresh := time.Duration(a.AccessTokenTTL), time.Duration(a.RefreshTokenTTL)
-	return map[string]time.Duration{
-		keys.RS256: access,
-		keys.EdDSA: access,
-		keys.ES256: max(access, refresh),
-	}
+	return oidc.KeyLifetimes(time.Duration(a.AccessTokenTTL), time.Duration(a.RefreshTokenTTL))
 }
 
 // validateKeyRotation checks key_rotation: off (0) or at least minKeyRotation.
@@ -69,11 +65,11 @@ func (a *App) warnKeyRotation() {
 	if every <= 0 {
 		return
 	}
-	life := a.tokenLifetimes()[keys.ES256] + keys.RetireMargin
+	life := slices.Max(slices.Collect(maps.Values(a.tokenLifetimes()))) + keys.RetireMargin
 	if n := int(life/every) + 1; n > manyRetiredKeys {
 		a.logger.Warn("key_rotation is short for the token lifetimes: many signing keys stay published",
 			zap.Duration("key_rotation", every), zap.Duration("longest_token_lifetime", life-keys.RetireMargin),
-			zap.Int("es256_keys_published", n))
+			zap.Int("keys_published_per_algorithm", n))
 	}
 }
 

@@ -26,9 +26,9 @@ import (
 // differ a little.
 const RetireMargin = time.Minute
 
-// WithLifetimes tells the Set the longest lifetime of a token that the keys of
-// each algorithm sign (for palmgate: RS256 and EdDSA the ID tokens, ES256 also
-// access and refresh tokens). A key of alg retired at R is dropped at R +
+// WithLifetimes tells the Set how long after its signing a token of each
+// algorithm's keys may still be used (core/oidc's KeyLifetimes: ES256 refresh
+// tokens, and ID tokens as logout hints, outlive the access tokens). A key of alg retired at R is dropped at R +
 // lifetimes[alg] + RetireMargin. Without it (or for an algorithm it lacks), retired
 // keys are kept forever.
 func WithLifetimes(lifetimes map[string]time.Duration) Option {
