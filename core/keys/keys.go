@@ -269,7 +269,7 @@ func (s *Set) ByID(kid string) *Key {
 	s.mu.RLock()
 	k := s.byKID[kid]
 	s.mu.RUnlock()
-	if k == nil || k.dropped(s.now()) {
+	if k == nil || (!k.DropsAt.IsZero() && k.dropped(s.now())) { // no clock read for a key kept
 		return nil
 	}
 	return k
