@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/palmgate/palmgate/core/keys"
 )
@@ -69,6 +71,25 @@ func TestTokenLifetimes(t *testing.T) {
 	for _, alg := range keys.Algorithms {
 		if got[alg] != 90*24*time.Hour {
 			t.Errorf("%s lifetime = %s, want the refresh TTL", alg, got[alg])
+		}
+	}
+}
+
+// TestWarnKeyRotation: a key_rotation short for the token lifetimes (more than 10
+// keys of an algorithm published at once) is warned about; the usual one is not.
+func TestWarnKeyRotation(t *testing.T) {
+	for _, tc := range []struct {
+		every time.Duration
+		warn  bool
+	}{
+		{0, false}, {720 * time.Hour, false}, {24 * time.Hour, true}, {3 * time.Second, true},
+	} {
+		core, logs := observer.New(zap.WarnLevel)
+		a := &App{Issuer: "https://id.example.com", KeyRotation: caddy.Duration(tc.every), logger: zap.New(core)}
+		a.setDefaults() // access_token_ttl 1h, refresh_token_ttl 2160h
+		a.warnKeyRotation()
+		if got := logs.FilterMessageSnippet("key_rotation is short").Len() == 1; got != tc.warn {
+			t.Errorf("key_rotation %s: warned %v, want %v", tc.every, got, tc.warn)
 		}
 	}
 }
