@@ -60,12 +60,17 @@ func adminKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	every := time.Duration(app.KeyRotation)
+	return writeAdminJSON(w, http.StatusOK, app.keyList())
+}
+
+// keyList is the answer of GET /palmgate/keys.
+func (a *App) keyList() adminKeyList {
+	every := time.Duration(a.KeyRotation)
 	out := adminKeyList{KeyRotation: "off", Keys: []adminKey{}}
 	if every > 0 {
 		out.KeyRotation = every.String()
 	}
-	for _, k := range app.Keys().List() {
+	for _, k := range a.Keys().List() {
 		ak := adminKey{KID: k.ID, Alg: k.Algorithm, State: "retired", Created: adminTime(k.Created),
 			RetiredAt: adminTime(k.Retired), DropsAt: adminTime(k.DropsAt)}
 		if k.Active {
@@ -76,7 +81,7 @@ func adminKeys(w http.ResponseWriter, r *http.Request) error {
 		}
 		out.Keys = append(out.Keys, ak)
 	}
-	return writeAdminJSON(w, http.StatusOK, out)
+	return out
 }
 
 // rotateKeys serves POST /palmgate/keys/rotate: every algorithm, or the one the
@@ -105,7 +110,12 @@ func rotateKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	set := app.Keys()
+	return app.rotateKeys(w, r, algs)
+}
+
+// rotateKeys rotates the keys of algs and answers their new kids.
+func (a *App) rotateKeys(w http.ResponseWriter, r *http.Request, algs []string) error {
+	set := a.Keys()
 	kids := map[string]string{}
 	for _, alg := range algs {
 		k, err := set.Rotate(r.Context(), alg)
@@ -113,7 +123,7 @@ func rotateKeys(w http.ResponseWriter, r *http.Request) error {
 			return clientAdminError(err)
 		}
 		kids[alg] = k.ID
-		app.logger.Info("signing key rotated by the admin API", zap.String("alg", alg), zap.String("kid", k.ID))
+		a.logger.Info("signing key rotated by the admin API", zap.String("alg", alg), zap.String("kid", k.ID))
 	}
 	return writeAdminJSON(w, http.StatusOK, map[string]any{"active": kids})
 }
