@@ -7,7 +7,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -18,8 +17,10 @@ func init() {
 
 // AdminAPI adds palmgate's routes to Caddy's admin endpoint:
 //
-//	POST /palmgate/keys/rotate   new active signing keys (RS256, ES256, EdDSA); the old
-//	                             ones stay in the JWKS so issued tokens keep verifying
+//	GET  /palmgate/keys          the signing keys: active, retired, when each drops
+//	POST /palmgate/keys/rotate   new active signing keys (RS256, ES256, EdDSA, or one);
+//	                             the old ones stay in the JWKS until their tokens
+//	                             expire (admin_keys.go)
 //	GET  /palmgate/stats         palmgate's version and live record counts by kind (a
 //	                             full scan: for operators and tests, not for monitoring
 //	                             at high rates)
@@ -45,6 +46,7 @@ func (AdminAPI) CaddyModule() caddy.ModuleInfo {
 // Routes returns the admin routes.
 func (AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{
+		{Pattern: "/palmgate/keys", Handler: caddy.AdminHandlerFunc(adminKeys)},
 		{Pattern: "/palmgate/keys/rotate", Handler: caddy.AdminHandlerFunc(rotateKeys)},
 		{Pattern: "/palmgate/stats", Handler: caddy.AdminHandlerFunc(stats)},
 		{Pattern: "/palmgate/clients", Handler: caddy.AdminHandlerFunc(adminClients)},
@@ -79,27 +81,6 @@ func stats(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	return json.NewEncoder(w).Encode(map[string]any{"version": Version(), "records": counts})
-}
-
-func rotateKeys(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodPost {
-		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed", r.Method)}
-	}
-	app, err := activeApp()
-	if err != nil {
-		return err
-	}
-	set := app.Keys()
-	kids := map[string]string{}
-	for _, alg := range keys.Algorithms {
-		k, err := set.Rotate(r.Context(), alg)
-		if err != nil {
-			return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: fmt.Errorf("rotating %s key: %w", alg, err)}
-		}
-		kids[alg] = k.ID
-	}
-	w.Header().Set("Content-Type", "application/json")
-	return json.NewEncoder(w).Encode(map[string]any{"active": kids})
 }
 
 // Interface guard

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -126,6 +127,13 @@ type App struct {
 	// Portal configures the developer portal at /portal (on by default).
 	Portal *PortalConfig `json:"portal,omitempty"`
 
+	// KeyRotation rotates the token signing keys (every algorithm) once the active
+	// key is this old, such as 720h; one instance of those sharing a store does.
+	// A retired key stays in the JWKS until every token it signed has expired,
+	// then it is deleted. Default: off (rotate with the admin API or
+	// `caddy palmgate keys rotate`; retired keys are deleted all the same).
+	KeyRotation caddy.Duration `json:"key_rotation,omitempty"`
+
 	store    storage.Store
 	storeKey string
 	palm     *palm.Service
@@ -137,7 +145,7 @@ type App struct {
 	events   event.Sink // counts events and writes the audit log (metrics.go)
 
 	ctx       caddy.Context // of this config generation, for the work Start starts
-	stopWatch func()        // ends the key watcher Start started and waits for it
+	stopWatch func()        // ends the key watcher and maintenance Start started and waits for them
 }
 
 // PalmAttestor is a trusted palm engine.
@@ -249,7 +257,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		ChallengeMaxAge: time.Duration(a.ChallengeMaxAge),
 		Events:          events,
 	})
-	if a.keys, err = keys.Open(ctx, a.store, nil); err != nil {
+	if a.keys, err = keys.Open(ctx, a.store, nil, keys.WithLifetimes(a.tokenLifetimes())); err != nil {
 		return fmt.Errorf("loading signing keys: %w", err)
 	}
 	a.ctx = ctx
@@ -272,6 +280,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Logger:    a.logger,
 		Store:     a.store,
 	})
+	a.warnKeyRotation()
 	if a.Dev {
 		a.logger.Warn("palmgate dev mode: palm scans can be simulated; never use it in production")
 	}
@@ -369,6 +378,9 @@ func (a *App) Validate() error {
 	if err := a.validatePortal(); err != nil {
 		return err
 	}
+	if err := a.validateKeyRotation(); err != nil {
+		return err
+	}
 	return oidc.CheckClients(a.oidcClients(), a.Dev)
 }
 
@@ -419,17 +431,16 @@ func isLoopback(host string) bool {
 
 // Start starts the app's background work: the key watcher re-reads the keys, so
 // that a rotation by another instance sharing the store is published and used here
-// within keys.ReloadInterval. Provision starts nothing, so that a config that is
-// provisioned and then discarded (a failed reload, `caddy validate`) leaves no
-// goroutine behind.
+// within keys.ReloadInterval; the key maintenance rotates them on schedule
+// (key_rotation) and deletes retired ones (keyrotation.go). Provision starts
+// nothing, so that a config that is provisioned and then discarded (a failed
+// reload, `caddy validate`) leaves no goroutine behind.
 func (a *App) Start() error {
 	ctx, cancel := context.WithCancel(a.ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.keys.Watch(ctx, keys.ReloadInterval)
-	}()
-	a.stopWatch = func() { cancel(); <-done }
+	var wg sync.WaitGroup
+	wg.Go(func() { a.keys.Watch(ctx, keys.ReloadInterval) })
+	wg.Go(func() { a.keyMaintenance(ctx) })
+	a.stopWatch = func() { cancel(); wg.Wait() }
 	a.logger.Info("palmgate started", zap.String("version", Version()), zap.String("issuer", a.Issuer))
 	storeMetrics().apps.started(a)
 	return nil

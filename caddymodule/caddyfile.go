@@ -57,6 +57,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //			id_token_signed_response_alg RS256 | ES256 | EdDSA
 //		}
 //		portal off | portal { max_applications <n> }
+//		key_rotation <duration> | off
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -116,6 +117,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				total, perNetwork = &a.MaxPendingRegistrations, &a.MaxPendingRegistrationsPerNetwork
 			}
 			if err := parsePendingCap(d, total, perNetwork); err != nil {
+				return err
+			}
+		case "key_rotation":
+			if err := parseKeyRotation(d, &a.KeyRotation); err != nil {
 				return err
 			}
 		case "portal":

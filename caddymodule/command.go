@@ -20,8 +20,8 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "palmgate",
-		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | client ... | " + migrateUsage + " | " + backupUsage + " | restore ... | version | keygen | scan ...",
-		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; client add|list|show|update|rotate-secret|remove; migrate: Badger to PostgreSQL; backup, restore; version; keygen, scan: test without the palm app)",
+		Usage: "hash-secret [--plaintext <secret>] [--algorithm <argon2id|sha256>] | client ... | keys list|rotate | " + migrateUsage + " | " + backupUsage + " | restore ... | agent remove ... | version | keygen | scan ...",
+		Short: "palmgate tools (hash-secret: hash a client secret for secret_hash; client add|list|show|update|rotate-secret|remove; keys list|rotate; migrate: Badger to PostgreSQL; backup, restore; agent remove; version; keygen, scan: test without the palm app)",
 		Long: `
 palmgate's command-line tools.
 
@@ -35,6 +35,8 @@ palmgate's command-line tools.
   caddy palmgate version
   caddy palmgate keygen [--p256] [--out <file>] [--name <attestor name>]
   caddy palmgate scan <scan-url> --key <private key file> --attestor <name> --subject <id> [--deny]
+  caddy palmgate keys list|rotate [--alg RS256|ES256|EdDSA] [--json]
+  caddy palmgate agent remove <deviceId> [--json]
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			hash := &cobra.Command{
@@ -67,6 +69,7 @@ API, autosave.json) never holds the secret in clear.
 			addToolCommands(cmd)
 			addBackupCommands(cmd)
 			addAgentCommands(cmd)
+			addKeysCommands(cmd)
 		},
 	})
 }

@@ -41,13 +41,15 @@ const rsaBits = 2048
 
 // The storage layout of this package:
 //
-//	keys/{alg}/{kid} -> signing key (JSON: kid, alg, PKCS#8 DER, created, active)
+//	keys/{alg}/{kid} -> signing key (JSON: kid, alg, PKCS#8 DER, created, active,
+//	                    retired)
 //	keylock/{alg}    -> kid of the last key created for alg
 //
-// One key per algorithm is active (signs); the others stay published so that tokens
-// they signed keep verifying until they expire. Every key creation reads and writes
-// keylock/{alg}, so that concurrent creations conflict and the store runs the loser
-// again: a prefix scan that finds no key conflicts with nothing.
+// One key per algorithm is active (signs); the retired ones stay published so that
+// tokens they signed keep verifying until they expire, and are then deleted (see
+// retire.go). Every key creation reads and writes keylock/{alg}, so that concurrent
+// creations conflict and the store runs the loser again: a prefix scan that finds
+// no key conflicts with nothing.
 func keyPrefix(alg string) []byte   { return []byte("keys/" + alg + "/") }
 func keyKey(alg, kid string) []byte { return []byte("keys/" + alg + "/" + kid) }
 func keysPrefix() []byte            { return []byte("keys/") }
@@ -60,6 +62,12 @@ type Key struct {
 	Private   crypto.Signer
 	Created   time.Time
 	Active    bool
+	// Retired is when the key stopped being active; zero while it is active (and
+	// for a retired key whose retirement cannot be told, which is kept).
+	Retired time.Time
+	// DropsAt is when the retired key leaves the JWKS and the store: every token it
+	// signed has expired by then (see WithLifetimes). Zero: it is kept.
+	DropsAt time.Time
 }
 
 // Public is the key's public half.
@@ -74,14 +82,16 @@ type record struct {
 	PKCS8     []byte    `json:"pkcs8"`
 	Created   time.Time `json:"created"`
 	Active    bool      `json:"active"`
+	Retired   time.Time `json:"retired,omitzero"` // absent in records of earlier versions
 }
 
 // Set is the signing keys of the store, cached in memory and re-read by Watch (every
 // ReloadInterval) and by Lookup (for an unknown key id).
 type Set struct {
-	store    storage.Store
-	now      func() time.Time
-	generate Generator
+	store     storage.Store
+	now       func() time.Time
+	generate  Generator
+	lifetimes map[string]time.Duration // of the tokens each algorithm signs (WithLifetimes)
 
 	mu       sync.RWMutex
 	active   map[string]*Key
@@ -117,7 +127,7 @@ func Open(ctx context.Context, store storage.Store, now func() time.Time, opts .
 	}
 	for _, alg := range Algorithms {
 		if s.Active(alg) == nil {
-			if _, err := s.create(ctx, alg, false); err != nil {
+			if _, err := s.create(ctx, alg, noneActive); err != nil {
 				return nil, err
 			}
 		}
@@ -125,19 +135,31 @@ func Open(ctx context.Context, store storage.Store, now func() time.Time, opts .
 	return s, s.Reload(ctx)
 }
 
-// Rotate makes a new key the active one for alg; the previous keys stay published.
+// Rotate makes a new key the active one for alg; the previous one is retired, and
+// stays published until the tokens it signed have expired (see WithLifetimes).
 func (s *Set) Rotate(ctx context.Context, alg string) (*Key, error) {
-	k, err := s.create(ctx, alg, true)
+	k, err := s.create(ctx, alg, always)
 	if err != nil {
 		return nil, err
 	}
 	return k, s.Reload(ctx)
 }
 
-// create stores a new active key for alg. Unless replace is set, it keeps an active
-// key another instance stored meanwhile.
-func (s *Set) create(ctx context.Context, alg string, replace bool) (*Key, error) {
-	k, err := newKey(s.generate, alg, s.now())
+// A creation rule tells create, from the active keys of alg stored when its
+// transaction runs, whether to store the new key k.
+type creationRule func(actives []record, k *Key) bool
+
+// noneActive creates a key only where there is none: an active key another
+// instance stored meanwhile is kept (a first start).
+func noneActive(actives []record, _ *Key) bool { return len(actives) == 0 }
+
+// always replaces the active key (a rotation on demand).
+func always([]record, *Key) bool { return true }
+
+// create stores a new active key for alg, and retires the active one, when rule
+// says so; it returns nil (and no error) when rule declined.
+func (s *Set) create(ctx context.Context, alg string, rule creationRule) (*Key, error) {
+	k, err := newKey(s.generate, alg, s.now)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +167,9 @@ func (s *Set) create(ctx context.Context, alg string, replace bool) (*Key, error
 	if err != nil {
 		return nil, err
 	}
+	stored := false
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		stored = false
 		if _, err := txn.Get(keyLockKey(alg)); err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
@@ -163,11 +187,12 @@ func (s *Set) create(ctx context.Context, alg string, replace bool) (*Key, error
 		if err != nil {
 			return err
 		}
-		if len(actives) > 0 && !replace {
+		if !rule(actives, k) {
 			return nil // another instance won the race; Reload picks its key
 		}
+		retired := s.now().UTC()
 		for _, r := range actives {
-			r.Active = false
+			r.Active, r.Retired = false, retired
 			b, err := json.Marshal(r)
 			if err != nil {
 				return err
@@ -179,32 +204,51 @@ func (s *Set) create(ctx context.Context, alg string, replace bool) (*Key, error
 		if err := txn.Set(keyLockKey(alg), []byte(k.ID), 0); err != nil {
 			return err
 		}
+		stored = true
 		return txn.Set(keyKey(alg, k.ID), rec, 0)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storing %s signing key: %w", alg, err)
 	}
+	if !stored {
+		return nil, nil
+	}
 	return k, nil
 }
 
-// Reload reads the keys from the store (after another instance rotated them).
+// Reload reads the keys from the store (after another instance rotated them). A
+// retired key past its drop time is left out, deleted or not.
 func (s *Set) Reload(ctx context.Context) error {
-	active, byKID := map[string]*Key{}, map[string]*Key{}
+	var recs []record
 	err := s.store.View(ctx, func(txn storage.Txn) error {
+		recs = recs[:0]
 		return txn.Iterate(keysPrefix(), func(key, value []byte) (bool, error) {
-			k, err := parseRecord(value)
-			if err != nil {
+			var r record
+			if err := json.Unmarshal(value, &r); err != nil {
 				return false, fmt.Errorf("loading signing key %s: %w", key, err)
 			}
-			byKID[k.ID] = k
-			if k.Active {
-				active[k.Algorithm] = k
-			}
+			recs = append(recs, r)
 			return true, nil
 		})
 	})
 	if err != nil {
 		return err
+	}
+	active, byKID := map[string]*Key{}, map[string]*Key{}
+	now := s.now()
+	for i, lc := range s.lifecycles(recs) {
+		if lc.dropped(now) {
+			continue
+		}
+		k, err := parseRecord(recs[i])
+		if err != nil {
+			return fmt.Errorf("loading signing key %s: %w", recs[i].ID, err)
+		}
+		k.Retired, k.DropsAt = lc.retired, lc.drops
+		byKID[k.ID] = k
+		if k.Active {
+			active[k.Algorithm] = k
+		}
 	}
 	s.mu.Lock()
 	s.active, s.byKID, s.triedErr = active, byKID, nil
@@ -219,11 +263,16 @@ func (s *Set) Active(alg string) *Key {
 	return s.active[alg]
 }
 
-// ByID returns the key with id kid, or nil.
+// ByID returns the key with id kid, or nil (also for a retired key past its drop
+// time that is still loaded).
 func (s *Set) ByID(kid string) *Key {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.byKID[kid]
+	k := s.byKID[kid]
+	s.mu.RUnlock()
+	if k == nil || (!k.DropsAt.IsZero() && k.dropped(s.now())) { // no clock read for a key kept
+		return nil
+	}
+	return k
 }
 
 // ReloadInterval is how often Watch re-reads the keys from the store, so that a key
@@ -243,8 +292,9 @@ var ErrUnknownKey = errors.New("unknown signing key")
 // Watch re-reads the keys from the store every interval until ctx is done. The
 // cache it refreshes allows a key rotated in by another instance to be unknown here
 // for at most interval (plus one store read); that is safe because a new key only
-// adds what is accepted (every key stays published until deleted, and none is), and
-// an unknown key id reloads at once (Lookup). A failed read keeps the keys loaded
+// adds what is accepted, and an unknown key id reloads at once (Lookup). A key
+// another instance deleted stays loaded here for as long, but only past its drop
+// time, when ByID and JWKS already hide it. A failed read keeps the keys loaded
 // before: they are the same keys, the store being their only source.
 func (s *Set) Watch(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
@@ -352,13 +402,13 @@ func generateKey(alg string) (crypto.Signer, error) {
 	return nil, fmt.Errorf("unsupported signing algorithm %q", alg)
 }
 
-// newKey makes a new active key for alg with gen.
-func newKey(gen Generator, alg string, now time.Time) (*Key, error) {
+// newKey makes a new active key for alg with gen, created when gen is done.
+func newKey(gen Generator, alg string, now func() time.Time) (*Key, error) {
 	signer, err := gen(alg)
 	if err != nil {
 		return nil, fmt.Errorf("generating %s key: %w", alg, err)
 	}
-	k := &Key{Algorithm: alg, Private: signer, Created: now.UTC(), Active: true}
+	k := &Key{Algorithm: alg, Private: signer, Created: now().UTC(), Active: true}
 	k.ID, err = thumbprintID(signer.Public())
 	return k, err
 }
@@ -380,14 +430,10 @@ func (k *Key) record() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s key: %w", k.Algorithm, err)
 	}
-	return json.Marshal(record{ID: k.ID, Algorithm: k.Algorithm, PKCS8: der, Created: k.Created, Active: k.Active})
+	return json.Marshal(record{ID: k.ID, Algorithm: k.Algorithm, PKCS8: der, Created: k.Created, Active: k.Active, Retired: k.Retired})
 }
 
-func parseRecord(b []byte) (*Key, error) {
-	var r record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
-	}
+func parseRecord(r record) (*Key, error) {
 	priv, err := x509.ParsePKCS8PrivateKey(r.PKCS8)
 	if err != nil {
 		return nil, err
@@ -400,14 +446,15 @@ func parseRecord(b []byte) (*Key, error) {
 }
 
 // JWKS returns the public keys as JSON Web Keys (RFC 7517; OKP for Ed25519 per
-// RFC 8037), active ones first.
+// RFC 8037), active ones first; a retired key past its drop time is left out.
 func (s *Set) JWKS() []jose.JSONWebKey {
+	now := s.now()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]jose.JSONWebKey, 0, len(s.byKID))
 	for _, pass := range []bool{true, false} {
 		for _, k := range s.byKID {
-			if k.Active == pass {
+			if k.Active == pass && !k.dropped(now) {
 				out = append(out, jwkOf(k))
 			}
 		}

@@ -284,7 +284,7 @@ func TestOpenRaceOverlapping(t *testing.T) {
 				other = RS256
 			}
 			seed := &Set{store: store, now: fixedClock, generate: keystest.Generator}
-			if _, err := seed.create(context.Background(), other, false); err != nil {
+			if _, err := seed.create(context.Background(), other, noneActive); err != nil {
 				t.Fatalf("creating %s key: %v", other, err)
 			}
 			racing := &interleavingStore{Store: store, n: 2, release: make(chan struct{})}

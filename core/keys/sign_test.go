@@ -345,7 +345,7 @@ func TestKeyIDIsThumbprint(t *testing.T) {
 	}
 
 	// A record written by an earlier version, under its truncated-DER-hash kid.
-	old, err := newKey(keystest.Generator, ES256, testNow)
+	old, err := newKey(keystest.Generator, ES256, fixedClock)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func newHarness(t *testing.T) *harness {
 	return newHarnessOn(t, store, testSecret)
 }
 
-func newHarnessOn(t *testing.T, store storage.Store, secret string) *harness {
+func newHarnessOn(t *testing.T, store storage.Store, secret string, keyOpts ...keys.Option) *harness {
 	t.Helper()
 	// Real time (the store's TTLs use it), to the second as JWT times are.
 	h := &harness{clock: clocktest.New(time.Now().Truncate(time.Second)), store: store}
@@ -93,7 +93,7 @@ func newHarnessOn(t *testing.T, store storage.Store, secret string) *harness {
 	if h.palm, err = palm.NewService(palm.Config{Store: store, Now: h.clock.Now, Issuer: testIssuer, Dev: true}); err != nil {
 		t.Fatalf("palm.NewService: %v", err)
 	}
-	if h.keys, err = keys.Open(ctx, store, h.clock.Now, keys.WithGenerator(keystest.Generator)); err != nil {
+	if h.keys, err = keys.Open(ctx, store, h.clock.Now, append([]keys.Option{keys.WithGenerator(keystest.Generator)}, keyOpts...)...); err != nil {
 		t.Fatalf("keys.Open: %v", err)
 	}
 	h.svc, err = NewService(ctx, Config{

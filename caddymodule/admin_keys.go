@@ -1,0 +1,134 @@
+package caddymodule
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/core/event"
+	"github.com/palmgate/palmgate/core/keys"
+)
+
+// The admin routes of the signing keys (see AdminAPI):
+//
+//	GET  /palmgate/keys          the published keys: {"key_rotation", "keys": [{"kid",
+//	                             "alg", "state" (active|retired), "created",
+//	                             "rotates_at" (active, with key_rotation),
+//	                             "retired_at", "drops_at" (retired)}]}
+//	POST /palmgate/keys/rotate   new active keys, for every algorithm or the one of
+//	                             {"alg": "ES256"} -> {"active": {alg: kid}}; the old
+//	                             ones stay in the JWKS until their tokens expire
+//
+// Times are RFC 3339 UTC to the second.
+
+// adminKey is a key as the admin API shows it: never its private half.
+type adminKey struct {
+	KID       string `json:"kid"`
+	Alg       string `json:"alg"`
+	State     string `json:"state"`
+	Created   string `json:"created"`
+	RotatesAt string `json:"rotates_at,omitempty"`
+	RetiredAt string `json:"retired_at,omitempty"`
+	DropsAt   string `json:"drops_at,omitempty"`
+}
+
+// adminKeyList is the answer of GET /palmgate/keys.
+type adminKeyList struct {
+	// KeyRotation is the key_rotation interval, "off" when not set.
+	KeyRotation string     `json:"key_rotation"`
+	Keys        []adminKey `json:"keys"`
+}
+
+// adminTime is t in RFC 3339 UTC to the second, "" for zero.
+func adminTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Truncate(time.Second).Format(time.RFC3339)
+}
+
+// adminKeys serves GET /palmgate/keys.
+func adminKeys(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET", r.Method)
+	}
+	app, err := activeApp()
+	if err != nil {
+		return err
+	}
+	return writeAdminJSON(w, http.StatusOK, app.keyList())
+}
+
+// keyList is the answer of GET /palmgate/keys.
+func (a *App) keyList() adminKeyList {
+	every := time.Duration(a.KeyRotation)
+	out := adminKeyList{KeyRotation: "off", Keys: []adminKey{}}
+	if every > 0 {
+		out.KeyRotation = every.String()
+	}
+	for _, k := range a.Keys().List() {
+		ak := adminKey{KID: k.ID, Alg: k.Algorithm, State: "retired", Created: adminTime(k.Created),
+			RetiredAt: adminTime(k.Retired), DropsAt: adminTime(k.DropsAt)}
+		if k.Active {
+			ak.State = "active"
+			if every > 0 {
+				ak.RotatesAt = adminTime(k.Created.Add(every))
+			}
+		}
+		out.Keys = append(out.Keys, ak)
+	}
+	return out
+}
+
+// rotateKeys serves POST /palmgate/keys/rotate: every algorithm, or the one the
+// body names.
+func rotateKeys(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; POST", r.Method)
+	}
+	var body struct {
+		Alg string `json:"alg"`
+	}
+	if r.ContentLength != 0 {
+		if err := decodeAdminJSON(r, &body); err != nil {
+			return err
+		}
+	}
+	algs := keys.Algorithms
+	if body.Alg != "" {
+		if !slices.Contains(keys.Algorithms, body.Alg) {
+			return adminError(http.StatusBadRequest, "alg: %q is not a signing algorithm (%s)", body.Alg, strings.Join(keys.Algorithms, ", "))
+		}
+		algs = []string{body.Alg}
+	}
+	app, err := activeApp()
+	if err != nil {
+		return err
+	}
+	return app.rotateKeys(w, r, algs)
+}
+
+// rotateKeys rotates the keys of algs and answers their new kids.
+func (a *App) rotateKeys(w http.ResponseWriter, r *http.Request, algs []string) error {
+	set := a.Keys()
+	kids := map[string]string{}
+	for _, alg := range algs {
+		k, err := set.Rotate(r.Context(), alg)
+		if err != nil {
+			return clientAdminError(err)
+		}
+		kids[alg] = k.ID
+		a.logger.Info("signing key rotated by the admin API", zap.String("alg", alg), zap.String("kid", k.ID))
+	}
+	a.Events().Emit(adminContext(r), event.Event{Kind: event.KeysRotated, Outcome: event.Manual})
+	return writeAdminJSON(w, http.StatusOK, map[string]any{"active": kids})
+}
+
+// Interface guard: the routes are caddy.AdminHandlerFuncs.
+var _ caddy.AdminHandlerFunc = adminKeys
