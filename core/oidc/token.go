@@ -57,7 +57,7 @@ type TokenResponse struct {
 	TokenType             string `json:"token_type"`
 	ExpiresIn             int64  `json:"expires_in"`
 	Scope                 string `json:"scope"`
-	IDToken               string `json:"id_token"`
+	IDToken               string `json:"id_token,omitempty"` // none when the scopes lack openid (a narrowed refresh)
 	RefreshToken          string `json:"refresh_token,omitempty"`
 	RefreshTokenExpiresIn int64  `json:"refresh_token_expires_in,omitempty"`
 }
@@ -73,6 +73,8 @@ type IDClaims struct {
 	AMR      []string `json:"amr"`
 	AZP      string   `json:"azp,omitempty"`
 	GrantID  string   `json:"sid,omitempty"`
+	// PreferredUsername is the pseudonymous name of scope profile (PreferredUsername).
+	PreferredUsername string `json:"preferred_username,omitempty"`
 }
 
 // refreshClaims are the claims of a refresh token.
@@ -385,10 +387,15 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 	}
 	// Parse the asked scopes before the transaction: a refused request must leave the
 	// refresh token usable (rotating it first would make the retry look like reuse).
+	// A narrowed scope may drop openid (RFC 6749 6): an access token for an API,
+	// without an ID token.
 	var asked []string
 	if scope != "" {
-		if asked, err = parseScopes(scope); err != nil {
+		if asked, err = parseScopeList(scope); err != nil {
 			return nil, c.refuse(ctx, err)
+		}
+		if len(asked) == 0 {
+			return nil, c.refuse(ctx, oauthError(ErrInvalidScope, "scope is empty"))
 		}
 	}
 	newJTI := uuid.NewString()
@@ -461,21 +468,25 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 	}
 	// This instance just signed it: its first use costs no signature check.
 	s.access.Remember(access, accessClaims)
-	// The client's algorithm; RS256 for one without (a dynamic client has no option
-	// for it).
-	idToken, err := s.keys.Sign(orDefault(cl.idTokenAlg, keys.RS256), TypeIDToken, IDClaims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
-			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
-		},
-		AuthTime: authTime.Unix(), Nonce: nonce, AMR: []string{"palm"}, AZP: clientID, GrantID: grantID,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("signing ID token: %w", err)
-	}
 	resp := &TokenResponse{
 		AccessToken: access, TokenType: "Bearer", ExpiresIn: int64(s.accessTTL / time.Second),
-		Scope: scope, IDToken: idToken,
+		Scope: scope,
+	}
+	// An ID token only for openid: a refresh narrowed to API scopes gets none.
+	if slices.Contains(scopes, ScopeOpenID) {
+		// The client's algorithm; RS256 for one without (a dynamic client has no
+		// option for it).
+		resp.IDToken, err = s.keys.Sign(orDefault(cl.idTokenAlg, keys.RS256), TypeIDToken, IDClaims{
+			RegisteredClaims: jwt.RegisteredClaims{
+				Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
+				IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
+			},
+			AuthTime: authTime.Unix(), Nonce: nonce, AMR: []string{"palm"}, AZP: clientID, GrantID: grantID,
+			PreferredUsername: ProfileClaims(sub, scopes)["preferred_username"],
+		})
+		if err != nil {
+			return nil, fmt.Errorf("signing ID token: %w", err)
+		}
 	}
 	if refreshJTI != "" {
 		resp.RefreshToken, err = s.keys.Sign(keys.ES256, TypeRefreshToken, refreshClaims{
