@@ -83,12 +83,3 @@ func (cl *client) checkGranted(g *grant, asked []string) error {
 	}
 	return nil
 }
-
-// audience is the `aud` of access tokens of a grant: its resource, or, without one,
-// the service's public base URL.
-func (s *Service) audience(resource string) string {
-	if resource != "" {
-		return resource
-	}
-	return s.base
-}

@@ -449,7 +449,8 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 }
 
 // sign makes the access token, the ID token and (with refreshJTI) the refresh token.
-// The access token's aud is the grant's resource, or the service's base URL.
+// The access token's aud is the grant's resource, or the client's choice
+// (accessAudience).
 func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, error) {
 	now := s.now()
 	sub := PairwiseSubject(s.pairwiseSecret, cl.sector, humanID)
@@ -457,7 +458,7 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 	exp := now.Add(s.accessTTL)
 	accessClaims := &AccessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.audience(resource)},
+			Issuer: s.issuer, Subject: sub, Audience: s.accessAudience(cl, resource),
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp), ID: uuid.NewString(),
 		},
 		ClientID: clientID, Scope: scope, AuthTime: authTime.Unix(), GrantID: grantID,
