@@ -69,3 +69,16 @@ func TestRelyingPartyAuthJS(t *testing.T) {
 		t.Errorf("Auth.js's session has an email palmgate never gave: %s", session)
 	}
 }
+
+// TestClientsDocAuthJSSnippet: docs/CLIENTS.md's Auth.js configuration is, word for
+// word, the one TestRelyingPartyAuthJS runs.
+func TestClientsDocAuthJSSnippet(t *testing.T) {
+	doc, err := os.ReadFile("../docs/CLIENTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := snippet(t, "rp/authjs/app.mjs")
+	if !strings.Contains(string(doc), "```js\n"+s+"```\n") {
+		t.Errorf("docs/CLIENTS.md lacks the Auth.js configuration of rp/authjs/app.mjs, which is:\n%s", s)
+	}
+}

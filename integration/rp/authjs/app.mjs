@@ -7,7 +7,8 @@
 import express from "express"
 import { ExpressAuth, getSession } from "@auth/express"
 
-// README-AUTHJS-BEGIN
+// docs/CLIENTS.md shows the block below word for word (TestClientsDocAuthJSSnippet).
+// README:begin
 const authConfig = {
   providers: [
     {
@@ -21,7 +22,7 @@ const authConfig = {
   ],
   trustHost: true,
 }
-// README-AUTHJS-END
+// README:end
 
 const app = express()
 app.set("trust proxy", true)
