@@ -203,5 +203,15 @@ func TestAccessTokenAudienceChoices(t *testing.T) {
 			t.Fatalf("PATCH access_token_audience both: %d %s", patched.Status, patched.Body)
 		}
 		expectAud(t, e.tokensFor(t, c, e.subject("admin-aud"), "openid").access, e.URL, c.id)
+
+		// The CLI's --access-token-audience, and what show prints.
+		e.cli(t, "update", c.id, "--access-token-audience", "base_url")
+		if out := e.cli(t, "show", c.id); !strings.Contains(out, "access_token_audience") || !strings.Contains(out, "base_url") {
+			t.Errorf("client show after --access-token-audience base_url:\n%s", out)
+		}
+		expectAud(t, e.tokensFor(t, c, e.subject("admin-aud"), "openid").access, e.URL)
+		if out, err := e.cliErr(t, "update", c.id, "--access-token-audience", "issuer"); err == nil {
+			t.Errorf("client update --access-token-audience issuer succeeded:\n%s", out)
+		}
 	})
 }
