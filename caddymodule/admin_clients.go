@@ -18,7 +18,8 @@ import (
 //
 //	GET    /palmgate/clients                    every client, static ones read-only
 //	POST   /palmgate/clients                    create: {"name","redirect_uris",["sector"],
-//	                                            ["post_logout_redirect_uris"],["id_token_signed_response_alg"]}
+//	                                            ["post_logout_redirect_uris"],["id_token_signed_response_alg"],
+//	                                            ["access_token_audience"]}
 //	                                            -> 201 the client with its client_secret
 //	GET    /palmgate/clients/{id}               one client
 //	PATCH  /palmgate/clients/{id}               change any of the fields of create
@@ -34,11 +35,13 @@ type clientBody struct {
 	// PostLogoutRedirectURIs ([] clears them) and IDTokenAlg ("" is RS256).
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
 	IDTokenAlg             *string  `json:"id_token_signed_response_alg"`
+	// AccessTokenAudience: base_url ("" too), client_id or both.
+	AccessTokenAudience *string `json:"access_token_audience"`
 }
 
 func (b *clientBody) spec() oidc.ClientSpec {
 	return oidc.ClientSpec{Name: b.Name, RedirectURIs: b.RedirectURIs, Sector: b.Sector,
-		PostLogoutRedirectURIs: b.PostLogoutRedirectURIs, IDTokenAlg: b.IDTokenAlg}
+		PostLogoutRedirectURIs: b.PostLogoutRedirectURIs, IDTokenAlg: b.IDTokenAlg, AccessTokenAudience: b.AccessTokenAudience}
 }
 
 // clientWithSecret is a client with the secret just issued (shown once).

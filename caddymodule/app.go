@@ -189,7 +189,9 @@ type Client struct {
 	Name string `json:"name,omitempty"`
 	// Sector is the pairwise sector of the client's subjects. Default: the client_id.
 	Sector string `json:"sector,omitempty"`
-	// Scopes are the scopes the client may ask for; a request for any other is
+	// Scopes are the scopes the client may ask for beside the standard profile,
+	// email, address and phone, which every client is granted without claims (but a
+	// pseudonymous preferred_username under profile); a request for any other is
 	// refused with invalid_scope. Default: openid offline_access.
 	Scopes []string `json:"scopes,omitempty"`
 	// Resources are the RFC 8707 resource indicators (absolute URIs without a
@@ -203,6 +205,12 @@ type Client struct {
 	// (the default, OpenID Connect's mandatory one), ES256 or EdDSA (Ed25519), which
 	// are much cheaper to sign. Access tokens are ES256 whatever it is.
 	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty"`
+	// AccessTokenAudience is the `aud` of the client's access tokens when it asks
+	// for no `resource`: base_url (the default: the issuer option's URL, what
+	// palmgate_bearer's audience expects), client_id (what oauth2-proxy's bearer mode
+	// and oauth4webapi expect), or both. A granted `resource` is the aud alone,
+	// whatever this says.
+	AccessTokenAudience string `json:"access_token_audience,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -399,7 +407,7 @@ func (a *App) oidcClients() []oidc.Client {
 	for i, c := range a.Clients {
 		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
 			Scopes: c.Scopes, Resources: c.Resources, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs,
-			IDTokenAlg: c.IDTokenSignedResponseAlg}
+			IDTokenAlg: c.IDTokenSignedResponseAlg, AccessTokenAudience: c.AccessTokenAudience}
 	}
 	return clients
 }

@@ -55,6 +55,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //			scopes <scope> [<scope>...]
 //			resources <uri> [<uri>...]
 //			id_token_signed_response_alg RS256 | ES256 | EdDSA
+//			access_token_audience base_url | client_id | both
 //		}
 //		portal off | portal { max_applications <n> }
 //		key_rotation <duration> | off
@@ -334,6 +335,13 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 			}
 			if !slices.Contains(oidc.IDTokenAlgs, c.IDTokenSignedResponseAlg) {
 				return c, d.Errf("client %s: id_token_signed_response_alg %q must be one of %s", c.ID, c.IDTokenSignedResponseAlg, strings.Join(oidc.IDTokenAlgs, ", "))
+			}
+		case "access_token_audience":
+			if err := singleArg(d, &c.AccessTokenAudience); err != nil {
+				return c, err
+			}
+			if !slices.Contains(oidc.AccessTokenAudiences, c.AccessTokenAudience) {
+				return c, d.Errf("client %s: access_token_audience %q must be one of %s", c.ID, c.AccessTokenAudience, strings.Join(oidc.AccessTokenAudiences, ", "))
 			}
 		case "scopes", "resources":
 			args := d.RemainingArgs()

@@ -92,6 +92,9 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"id_token_signed_response_alg HS256", "client demo {\n\tid_token_signed_response_alg HS256\n}", "id_token_signed_response_alg"},
 		{"id_token_signed_response_alg none", "client demo {\n\tid_token_signed_response_alg none\n}", "id_token_signed_response_alg"},
 		{"id_token_signed_response_alg in lower case", "client demo {\n\tid_token_signed_response_alg es256\n}", "id_token_signed_response_alg"},
+		{"access_token_audience without value", "client demo {\n\taccess_token_audience\n}", "access_token_audience"},
+		{"access_token_audience issuer", "client demo {\n\taccess_token_audience issuer\n}", "access_token_audience"},
+		{"access_token_audience with two values", "client demo {\n\taccess_token_audience client_id base_url\n}", "access_token_audience"},
 		{"max_pending_logins not a number", "max_pending_logins many", "max_pending_logins"},
 		{"per_network not a number", "max_pending_logins 100 {\n\tper_network many\n}", "max_pending_logins: per_network"},
 		{"per_network zero", "max_pending_registrations 100 {\n\tper_network 0\n}", "max_pending_registrations: per_network"},
@@ -160,6 +163,9 @@ func TestValidate(t *testing.T) {
 		{"ID token algorithm HS256 (JSON config)", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", IDTokenSignedResponseAlg: "HS256"}}
 		}, "id_token_signed_response_alg"},
+		{"access token audience unknown (JSON config)", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", AccessTokenAudience: "issuer"}}
+		}, "client c: access_token_audience"},
 		{"relative resource", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", Resources: []string{"/api"}}}
 		}, "resources"},

@@ -56,10 +56,12 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 	parent.AddCommand(client)
 }
 
-// logoutFlags adds the flags of RP-initiated logout and of the ID token's algorithm.
+// logoutFlags adds the flags of RP-initiated logout, of the ID token's algorithm
+// and of the access token's audience.
 func logoutFlags(c *cobra.Command) {
 	c.Flags().StringArray("post-logout-redirect-uri", nil, "Where /oauth2/logout may send the browser back (repeatable; replace all)")
 	c.Flags().String("id-token-alg", "", "The ID tokens' signing algorithm (id_token_signed_response_alg): RS256 (default), ES256 or EdDSA")
+	c.Flags().String("access-token-audience", "", "The access tokens' aud without a resource: base_url (default), client_id or both")
 }
 
 // logoutBody sets the flags of logoutFlags that were given in body.
@@ -75,6 +77,9 @@ func logoutBody(fs caddycmd.Flags, body map[string]any) {
 	}
 	if fs.Changed("id-token-alg") {
 		body["id_token_signed_response_alg"] = fs.String("id-token-alg")
+	}
+	if fs.Changed("access-token-audience") {
+		body["access_token_audience"] = fs.String("access-token-audience")
 	}
 }
 
@@ -155,6 +160,7 @@ type adminClient struct {
 	UpdatedAt      string   `json:"updated_at"`
 	PostLogout     []string `json:"post_logout_redirect_uris"`
 	IDTokenAlg     string   `json:"id_token_signed_response_alg"`
+	AccessAud      string   `json:"access_token_audience"`
 }
 
 func printClients(out []byte, list bool) (int, error) {
@@ -192,6 +198,7 @@ func printClients(out []byte, list bool) (int, error) {
 	fmt.Fprintf(tw, "sector\t%s\n", c.Sector)
 	fmt.Fprintf(tw, "post_logout_redirect_uris\t%s\n", strings.Join(c.PostLogout, " "))
 	fmt.Fprintf(tw, "id_token_signed_response_alg\t%s\n", c.IDTokenAlg)
+	fmt.Fprintf(tw, "access_token_audience\t%s\n", c.AccessAud)
 	if c.Static {
 		fmt.Fprintln(tw, "kind\tstatic (Caddyfile; read-only)")
 	}

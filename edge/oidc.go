@@ -175,14 +175,19 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// handleUserinfo answers the claims of the bearer token's subject: only `sub`.
+// handleUserinfo answers the claims of the bearer token's subject: `sub`, and the
+// pseudonymous preferred_username when the token has scope profile.
 func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 	claims, err := CheckBearer(r, s.oidc.AccessVerifier(), "", []string{oidc.ScopeOpenID})
 	if err != nil {
 		writeChallenge(w, Realm, err, s.logger)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"sub": claims.Subject})
+	body := map[string]string{"sub": claims.Subject}
+	for k, v := range oidc.ProfileClaims(claims.Subject, strings.Fields(claims.Scope)) {
+		body[k] = v
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // bearerToken reads `Authorization: Bearer <token>` (RFC 6750 2.1).

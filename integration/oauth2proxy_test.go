@@ -228,3 +228,60 @@ func expectGatewaysDoc(t *testing.T) {
 		}
 	}
 }
+
+// TestRelyingPartyOAuth2ProxyStockScopes runs oauth2-proxy as it ships: no --scope
+// flag, so it asks for its default `openid email profile`, which palmgate grants
+// without claims (issue 21, item 1); a browser logs in and the upstream sees the
+// pairwise sub. Its client has access_token_audience client_id, so bearer mode
+// takes palmgate's access tokens with no --extra-jwt-issuers flag: oauth2-proxy
+// checks aud against its client_id by default (issue 21, item 2).
+func TestRelyingPartyOAuth2ProxyStockScopes(t *testing.T) {
+	t.Parallel()
+	tooltest.Chromium.Need(t)
+	bin := tooltest.OAuth2Proxy.Need(t, "..")
+
+	up := &headerEcho{}
+	upstream := httptest.NewServer(up)
+	t.Cleanup(upstream.Close)
+	port := testserver.FreePort(t)
+	proxy := fmt.Sprintf("http://127.0.0.1:%d", port)
+	c := oidcClient{id: "oauth2-proxy", secret: "secret-" + randHex(16), name: "oauth2-proxy",
+		redirects: []string{proxy + "/oauth2/callback"}, accessAud: "client_id"}
+	e := startOIDC(t, []oidcClient{c})
+	r := strings.NewReplacer("{issuer}", e.URL, "{secret}", c.secret, "{proxy}", proxy, "{upstream}", upstream.URL,
+		"{cookie_secret}", randHex(16), "{listen}", fmt.Sprintf("127.0.0.1:%d", port))
+	var args []string
+	for _, f := range slices.Concat(oauth2ProxyFlags, []string{"--skip-jwt-bearer-tokens"}, oauth2ProxyTestFlags) {
+		if strings.HasPrefix(f, "--scope=") || strings.HasPrefix(f, "--cookie-refresh=") {
+			continue // its default scopes; no refresh token to refresh with
+		}
+		args = append(args, r.Replace(f))
+	}
+	p := startOAuth2Proxy(t, exec.Command(bin, args...), port)
+
+	ctx := startChromium(t)
+	done := simulateLogin(t, ctx, proxy+"/", e.subject("stock-proxy-user"), "#rp-done")
+	token := up.lastToken()
+	claims := jwtPart(t, token, 1)
+	sub := str(claims["sub"])
+	if !subRE.MatchString(sub) || done != "user "+sub {
+		t.Fatalf("the upstream shows %q with access token sub %q: want X-Forwarded-User = the pairwise sub\n%s", done, sub, p.String())
+	}
+	if got := str(claims["scope"]); got != "email openid profile" {
+		t.Errorf("oauth2-proxy's default scopes were granted as %q, want email openid profile", got)
+	}
+
+	// Bearer mode, with no flag but --skip-jwt-bearer-tokens: aud is the client_id.
+	api := e.tokensFor(t, c, e.subject("stock-api-client"), "openid")
+	req, _ := http.NewRequest("GET", proxy+"/", nil)
+	req.Header.Set("Authorization", "Bearer "+api.access)
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "user "+api.sub) {
+		t.Errorf("an access token with aud = client_id as bearer at oauth2-proxy: status %d body %q, want 200 for user %s\n%s", resp.StatusCode, body, api.sub, p.String())
+	}
+}

@@ -44,6 +44,8 @@ type oidcClient struct {
 	postLogout []string
 	// idTokenAlg, when set, is its id_token_signed_response_alg (else RS256).
 	idTokenAlg string
+	// accessAud, when set, is its access_token_audience (else base_url).
+	accessAud string
 }
 
 // testScopes are the scopes newOIDCClient's clients may ask for.
@@ -88,6 +90,9 @@ func (c oidcClient) config() string {
 	}
 	if c.idTokenAlg != "" {
 		fmt.Fprintf(&b, "id_token_signed_response_alg %s\n", c.idTokenAlg)
+	}
+	if c.accessAud != "" {
+		fmt.Fprintf(&b, "access_token_audience %s\n", c.accessAud)
 	}
 	b.WriteString("}\n")
 	return b.String()

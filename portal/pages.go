@@ -16,6 +16,7 @@ var templateFiles embed.FS
 var page = template.Must(template.New("portal.html").Funcs(template.FuncMap{
 	"join": strings.Join,
 	"algs": func() []string { return oidc.IDTokenAlgs },
+	"auds": func() []string { return oidc.AccessTokenAudiences },
 }).ParseFS(templateFiles, "templates/portal.html"))
 
 // pageData fills the portal's one page template.

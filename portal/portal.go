@@ -269,8 +269,9 @@ func redirectURIs(r *http.Request) []string {
 	return out
 }
 
-// logoutFields sets spec's post-logout redirect URIs (one per line) and ID token
-// algorithm from the form; a field the form lacks is left unchanged.
+// logoutFields sets spec's post-logout redirect URIs (one per line), ID token
+// algorithm and access token audience from the form; a field the form lacks is
+// left unchanged.
 func logoutFields(r *http.Request, spec *oidc.ClientSpec) {
 	if _, ok := r.PostForm["post_logout_redirect_uris"]; ok {
 		spec.PostLogoutRedirectURIs = []string{}
@@ -283,6 +284,10 @@ func logoutFields(r *http.Request, spec *oidc.ClientSpec) {
 	if _, ok := r.PostForm["id_token_signed_response_alg"]; ok {
 		alg := r.PostFormValue("id_token_signed_response_alg")
 		spec.IDTokenAlg = &alg
+	}
+	if _, ok := r.PostForm["access_token_audience"]; ok {
+		aud := r.PostFormValue("access_token_audience")
+		spec.AccessTokenAudience = &aud
 	}
 }
 

@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// TestAppLogoutAndAlgFields (issue 18, finding 3): the portal's forms set an
-// application's post-logout redirect URIs and ID token algorithm, its page shows
-// them, and bad values are a 400 page that says what is wrong.
+// TestAppLogoutAndAlgFields (issue 18, finding 3; issue 21, item 2): the portal's
+// forms set an application's post-logout redirect URIs, ID token algorithm and
+// access token audience, its page shows them, and bad values are a 400 page that
+// says what is wrong.
 func TestAppLogoutAndAlgFields(t *testing.T) {
 	p, _ := newPortal(t, "http://127.0.0.1:8080")
 	cookie := signedIn(p, "human-1")
@@ -18,25 +19,29 @@ func TestAppLogoutAndAlgFields(t *testing.T) {
 	p.open("session", cookie.Value, &s)
 	csrf := p.csrfToken(&s)
 	form := url.Values{"csrf": {csrf}, "name": {"Shop"}, "redirect_uris": {"https://shop.example/cb"},
-		"post_logout_redirect_uris": {"https://shop.example/bye\r\n\r\nhttps://shop.example/bye2"}, "id_token_signed_response_alg": {"ES256"}}
+		"post_logout_redirect_uris": {"https://shop.example/bye\r\n\r\nhttps://shop.example/bye2"}, "id_token_signed_response_alg": {"ES256"},
+		"access_token_audience": {"client_id"}}
 	r := serve(p, "POST", "/portal/apps", form, cookie)
 	body := r.Body.String()
 	if r.Code != http.StatusOK || !strings.Contains(body, `id="post-logout-redirect-uris">https://shop.example/bye https://shop.example/bye2<`) ||
-		!strings.Contains(body, `id="id-token-alg">ES256<`) || !strings.Contains(body, `<option selected>ES256</option>`) {
+		!strings.Contains(body, `id="id-token-alg">ES256<`) || !strings.Contains(body, `<option selected>ES256</option>`) ||
+		!strings.Contains(body, `id="access-token-audience">client_id<`) || !strings.Contains(body, `<option selected>client_id</option>`) {
 		t.Fatalf("create with both fields: %d\n%s", r.Code, body)
 	}
 	id := regexp.MustCompile(`id="client-id">([^<]+)<`).FindStringSubmatch(body)[1]
 
 	form = url.Values{"csrf": {csrf}, "name": {"Shop"}, "redirect_uris": {"https://shop.example/cb"},
-		"post_logout_redirect_uris": {""}, "id_token_signed_response_alg": {"EdDSA"}}
+		"post_logout_redirect_uris": {""}, "id_token_signed_response_alg": {"EdDSA"}, "access_token_audience": {"both"}}
 	r = serve(p, "POST", "/portal/apps/"+id, form, cookie)
-	if body := r.Body.String(); r.Code != http.StatusOK || !strings.Contains(body, `id="post-logout-redirect-uris"><`) || !strings.Contains(body, `id="id-token-alg">EdDSA<`) {
+	if body := r.Body.String(); r.Code != http.StatusOK || !strings.Contains(body, `id="post-logout-redirect-uris"><`) || !strings.Contains(body, `id="id-token-alg">EdDSA<`) ||
+		!strings.Contains(body, `id="access-token-audience">both<`) {
 		t.Errorf("update clearing the URIs and choosing EdDSA: %d\n%s", r.Code, body)
 	}
 
 	for _, tc := range []struct{ name, field, value, want string }{
 		{"unknown alg", "id_token_signed_response_alg", "HS256", "id_token_signed_response_alg"},
 		{"alg none", "id_token_signed_response_alg", "none", "id_token_signed_response_alg"},
+		{"unknown audience", "access_token_audience", "issuer", "access_token_audience"},
 		{"http post-logout URI", "post_logout_redirect_uris", "http://shop.example/bye", "post_logout_redirect_uri"},
 		{"post-logout URI with a fragment", "post_logout_redirect_uris", "https://shop.example/bye#x", "post_logout_redirect_uri"},
 		{"reserved name", "name", "Acme Admin", "reserved"},

@@ -307,6 +307,19 @@ func checkMaxAge(params url.Values) error {
 }
 
 func parseScopes(raw string) ([]string, error) {
+	scopes, err := parseScopeList(raw)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(scopes, ScopeOpenID) {
+		return nil, oauthError(ErrInvalidScope, "scope must include openid")
+	}
+	return scopes, nil
+}
+
+// parseScopeList parses a `scope` parameter into sorted, distinct, valid scope
+// tokens, openid or not (a refresh may narrow to scopes without it, RFC 6749 6).
+func parseScopeList(raw string) ([]string, error) {
 	scopes := strings.Fields(raw)
 	if len(scopes) > maxScopes {
 		return nil, oauthError(ErrInvalidScope, "at most %d scopes", maxScopes)
@@ -315,9 +328,6 @@ func parseScopes(raw string) ([]string, error) {
 		if len(sc) > maxScopeLen || !scopeToken.MatchString(sc) {
 			return nil, oauthError(ErrInvalidScope, "scope %.64q is not a valid scope token", sc)
 		}
-	}
-	if !slices.Contains(scopes, ScopeOpenID) {
-		return nil, oauthError(ErrInvalidScope, "scope must include openid")
 	}
 	slices.Sort(scopes)
 	return slices.Compact(scopes), nil

@@ -55,6 +55,9 @@ func CheckClients(clients []Client, dev bool) error {
 		if c.IDTokenAlg != "" && !slices.Contains(IDTokenAlgs, c.IDTokenAlg) {
 			return fmt.Errorf("client %s: id_token_signed_response_alg %q must be one of %s", c.ID, c.IDTokenAlg, strings.Join(IDTokenAlgs, ", "))
 		}
+		if c.AccessTokenAudience != "" && !slices.Contains(AccessTokenAudiences, c.AccessTokenAudience) {
+			return fmt.Errorf("client %s: access_token_audience %q must be one of %s", c.ID, c.AccessTokenAudience, strings.Join(AccessTokenAudiences, ", "))
+		}
 		for _, r := range c.Resources {
 			if !ValidResource(r) {
 				return fmt.Errorf("client %s: resources: %q must be an absolute URI without a fragment", c.ID, r)

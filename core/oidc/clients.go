@@ -36,6 +36,9 @@ type Client struct {
 	// Registration's id_token_signed_response_alg): one of IDTokenAlgs; "" means
 	// RS256.
 	IDTokenAlg string
+	// AccessTokenAudience is the aud of its access tokens without a resource: one
+	// of AccessTokenAudiences; "" means AudienceBaseURL.
+	AccessTokenAudience string
 }
 
 // IDTokenAlgs are the algorithms a client may have its ID tokens signed with
@@ -63,6 +66,8 @@ type client struct {
 	postLogoutRedirectURIs []string
 	// idTokenAlg signs its ID tokens (IDTokenAlgs).
 	idTokenAlg string
+	// accessTokenAudience: see Client.AccessTokenAudience (never "").
+	accessTokenAudience string
 }
 
 // Clients is the client registry: the static clients of the config and the
@@ -127,6 +132,7 @@ func newClients(ctx context.Context, cfg Config, now func() time.Time) (*Clients
 			scopes:       slices.Clone(scopes), resources: slices.Clone(cl.Resources),
 			postLogoutRedirectURIs: slices.Clone(cl.PostLogoutRedirectURIs),
 			idTokenAlg:             orDefault(cl.IDTokenAlg, keys.RS256),
+			accessTokenAudience:    orDefault(cl.AccessTokenAudience, AudienceBaseURL),
 		}
 		switch {
 		case cl.SecretHash != "":

@@ -10,6 +10,10 @@ func DescribeScopes(scopes []string) []string {
 			words = append(words, "A private identifier for you, only for this app. Never your palm data.")
 		case ScopeOfflineAccess:
 			words = append(words, "It can keep you signed in.")
+		case ScopeProfile:
+			words = append(words, "A made-up user name, only for this app.")
+		case ScopeEmail, ScopeAddress, ScopePhone:
+			// Granted without claims: palmgate knows none of them; nothing to say.
 		default:
 			words = append(words, "Access to "+sc+".")
 		}

@@ -50,7 +50,7 @@ var (
 
 var testClients = []Client{
 	{ID: "app", Secret: "app-secret", RedirectURIs: []string{appRedirect, appLoopback}, Name: "Example App",
-		Scopes: []string{"openid", "offline_access", "profile"}, Resources: []string{apiResource, otherAPIResource},
+		Scopes: []string{"openid", "offline_access", "profile", "orders:read"}, Resources: []string{apiResource, otherAPIResource},
 		PostLogoutRedirectURIs: []string{appLoggedOut}},
 	{ID: "other", Secret: "other-secret", RedirectURIs: []string{otherRedir}, Sector: sharedSector},
 	{ID: "third", Secret: "third-secret", RedirectURIs: []string{"https://third.example.test/cb"}, Sector: sharedSector},

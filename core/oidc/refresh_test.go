@@ -111,8 +111,8 @@ func TestRefreshRefused(t *testing.T) {
 		{"widened scope", func(h *harness, first *TokenResponse) error {
 			return h.rf("app", first.RefreshToken, "openid profile email")
 		}, ErrInvalidScope, true},
-		{"scope without openid", func(h *harness, first *TokenResponse) error {
-			return h.rf("app", first.RefreshToken, "profile")
+		{"scope without openid, never granted", func(h *harness, first *TokenResponse) error {
+			return h.rf("app", first.RefreshToken, "email") // narrowing may drop openid, never widen
 		}, ErrInvalidScope, true},
 		{"expired family", func(h *harness, first *TokenResponse) error {
 			h.clock.Advance(refreshTTL + time.Minute)

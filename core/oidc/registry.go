@@ -85,6 +85,8 @@ type clientRecord struct {
 	// PostLogoutRedirectURIs and IDTokenAlg: see Client ("" is RS256).
 	PostLogoutRedirectURIs []string `json:"postLogoutRedirectUris,omitempty"`
 	IDTokenAlg             string   `json:"idTokenAlg,omitempty"`
+	// AccessTokenAudience: see Client ("" is AudienceBaseURL).
+	AccessTokenAudience string `json:"accessTokenAudience,omitempty"`
 }
 
 // ClientInfo is a client as the admin API and the portal show it (never a secret).
@@ -107,6 +109,9 @@ type ClientInfo struct {
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
 	// IDTokenAlg signs the client's ID tokens (one of IDTokenAlgs).
 	IDTokenAlg string `json:"id_token_signed_response_alg"`
+	// AccessTokenAudience is the aud of its access tokens without a resource (one
+	// of AccessTokenAudiences).
+	AccessTokenAudience string `json:"access_token_audience"`
 }
 
 // SecretInfo is one live secret of a dynamic client: the current one, or the
@@ -127,13 +132,16 @@ type ClientSpec struct {
 	// unchanged; "": RS256), as the Caddyfile's options of the same names.
 	PostLogoutRedirectURIs []string
 	IDTokenAlg             *string
+	// AccessTokenAudience (nil: unchanged; "": AudienceBaseURL).
+	AccessTokenAudience *string
 }
 
 // info is the record as shown at now: only the secrets live then.
 func (r *clientRecord) info(now time.Time) *ClientInfo {
 	ci := &ClientInfo{ID: r.ID, Name: r.Name, RedirectURIs: slices.Clone(r.RedirectURIs), Sector: r.Sector, Owner: r.Owner,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256)}
+		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256),
+		AccessTokenAudience: orDefault(r.AccessTokenAudience, AudienceBaseURL)}
 	for _, s := range r.Secrets {
 		switch {
 		case s.ExpiresAt.IsZero():
@@ -180,6 +188,7 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 		id: rec.ID, name: name, sector: rec.Sector, redirectURIs: rec.RedirectURIs,
 		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: rec.Owner != "",
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
+		accessTokenAudience: orDefault(rec.AccessTokenAudience, AudienceBaseURL),
 	}
 }
 
@@ -269,6 +278,9 @@ func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, str
 	if spec.IDTokenAlg != nil && *spec.IDTokenAlg != "" {
 		rec.IDTokenAlg = *spec.IDTokenAlg
 	}
+	if spec.AccessTokenAudience != nil && *spec.AccessTokenAudience != AudienceBaseURL {
+		rec.AccessTokenAudience = *spec.AccessTokenAudience
+	}
 	rec.Sector = rec.ID
 	if spec.Sector != nil && *spec.Sector != "" {
 		rec.Sector = *spec.Sector
@@ -320,7 +332,8 @@ func (r *Clients) Get(ctx context.Context, id string) (*ClientInfo, error) {
 
 func (cl *client) info() *ClientInfo {
 	return &ClientInfo{ID: cl.id, Name: cl.name, RedirectURIs: slices.Clone(cl.redirectURIs), Sector: cl.sector, Static: true,
-		PostLogoutRedirectURIs: orEmpty(cl.postLogoutRedirectURIs), IDTokenAlg: orDefault(cl.idTokenAlg, keys.RS256)}
+		PostLogoutRedirectURIs: orEmpty(cl.postLogoutRedirectURIs), IDTokenAlg: orDefault(cl.idTokenAlg, keys.RS256),
+		AccessTokenAudience: cl.accessTokenAudience}
 }
 
 // List returns the static clients then the dynamic ones; with owner set,
@@ -414,6 +427,9 @@ func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec)
 		}
 		if spec.IDTokenAlg != nil {
 			rec.IDTokenAlg = orDefault(*spec.IDTokenAlg, keys.RS256)
+		}
+		if spec.AccessTokenAudience != nil {
+			rec.AccessTokenAudience = *spec.AccessTokenAudience
 		}
 		return nil
 	})

@@ -9,8 +9,9 @@ import (
 )
 
 // validateLogoutAndAlg checks and normalises a spec's post-logout redirect URIs
-// (the rules of redirect URIs, at most MaxRedirectURIs, none required) and its ID
-// token algorithm (one of IDTokenAlgs; "" means RS256).
+// (the rules of redirect URIs, at most MaxRedirectURIs, none required), its ID
+// token algorithm (one of IDTokenAlgs; "" means RS256) and its access token
+// audience (one of AccessTokenAudiences; "" means AudienceBaseURL).
 func (r *Clients) validateLogoutAndAlg(spec *ClientSpec) error {
 	if spec.PostLogoutRedirectURIs != nil {
 		if len(spec.PostLogoutRedirectURIs) > MaxRedirectURIs {
@@ -41,6 +42,13 @@ func (r *Clients) validateLogoutAndAlg(spec *ClientSpec) error {
 			return clientErr(ErrClientInvalid, "id_token_signed_response_alg %.20q: must be one of %s", alg, strings.Join(IDTokenAlgs, ", "))
 		}
 		spec.IDTokenAlg = &alg
+	}
+	if spec.AccessTokenAudience != nil {
+		aud := strings.TrimSpace(*spec.AccessTokenAudience)
+		if aud != "" && !slices.Contains(AccessTokenAudiences, aud) {
+			return clientErr(ErrClientInvalid, "access_token_audience %.20q: must be one of %s", aud, strings.Join(AccessTokenAudiences, ", "))
+		}
+		spec.AccessTokenAudience = &aud
 	}
 	return nil
 }

@@ -30,11 +30,12 @@ func ValidResource(uri string) bool {
 }
 
 // permits checks what an authorization request asks of a client: every scope must be
-// one the client may ask for (else invalid_scope), and at most one resource, one of
-// the client's (else invalid_target). It returns the resource, "" when none is asked.
+// one the client may ask for, a configured or a standard one (else invalid_scope),
+// and at most one resource, one of the client's (else invalid_target). It returns
+// the resource, "" when none is asked.
 func (cl *client) permits(scopes, resources []string) (string, error) {
 	for _, sc := range scopes {
-		if !slices.Contains(cl.scopes, sc) {
+		if !cl.mayAsk(sc) {
 			return "", oauthError(ErrInvalidScope, "scope %.64q is not allowed for this client", sc)
 		}
 	}
@@ -63,7 +64,7 @@ func (cl *client) resource(resources []string) (string, error) {
 // and an asked `resource` must be the one granted.
 func (cl *client) checkGranted(g *grant, asked []string) error {
 	for _, sc := range g.Scopes {
-		if !slices.Contains(cl.scopes, sc) {
+		if !cl.mayAsk(sc) {
 			return oauthError(ErrInvalidScope, "scope %.64q is no longer allowed for this client", sc)
 		}
 	}
@@ -81,13 +82,4 @@ func (cl *client) checkGranted(g *grant, asked []string) error {
 		return oauthError(ErrInvalidTarget, "resource %.200q was not granted", asked[0])
 	}
 	return nil
-}
-
-// audience is the `aud` of access tokens of a grant: its resource, or, without one,
-// the service's public base URL.
-func (s *Service) audience(resource string) string {
-	if resource != "" {
-		return resource
-	}
-	return s.base
 }

@@ -25,7 +25,7 @@ func TestAuthorizeScopesOfClient(t *testing.T) {
 	}{
 		{"default scopes", other("scope", "openid offline_access"), ""},
 		{"default client asks admin", other("scope", "openid orders:read orders:write admin"), ErrInvalidScope},
-		{"default client asks profile", other("scope", "openid profile"), ErrInvalidScope},
+		{"default client asks profile (a standard scope)", other("scope", "openid profile"), ""},
 		{"configured scope", params("scope", "openid profile"), ""},
 		{"scope beyond the configured ones", params("scope", "openid profile admin"), ErrInvalidScope},
 	} {
@@ -164,16 +164,17 @@ func TestValidResource(t *testing.T) {
 func TestNarrowedClientRefusesGrant(t *testing.T) {
 	ctx := context.Background()
 	app := testClients[0]
-	withoutProfile, withoutAPI := app, app
-	withoutProfile.Scopes = []string{"openid", "offline_access"}
+	// An API scope: the standard ones (profile...) are every client's.
+	withoutOrders, withoutAPI := app, app
+	withoutOrders.Scopes = []string{"openid", "offline_access", "profile"}
 	withoutAPI.Resources = []string{otherAPIResource}
-	asked := params("scope", "openid offline_access profile", "resource", apiResource)
+	asked := params("scope", "openid offline_access orders:read", "resource", apiResource)
 	for _, tc := range []struct {
 		name   string
 		narrow Client
 		want   string
 	}{
-		{"scope no longer allowed", withoutProfile, ErrInvalidScope},
+		{"scope no longer allowed", withoutOrders, ErrInvalidScope},
 		{"resource no longer allowed", withoutAPI, ErrInvalidTarget},
 	} {
 		t.Run(tc.name+": refresh", func(t *testing.T) {

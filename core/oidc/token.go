@@ -58,7 +58,7 @@ type TokenResponse struct {
 	TokenType             string `json:"token_type"`
 	ExpiresIn             int64  `json:"expires_in"`
 	Scope                 string `json:"scope"`
-	IDToken               string `json:"id_token"`
+	IDToken               string `json:"id_token,omitempty"` // none when the scopes lack openid (a narrowed refresh)
 	RefreshToken          string `json:"refresh_token,omitempty"`
 	RefreshTokenExpiresIn int64  `json:"refresh_token_expires_in,omitempty"`
 }
@@ -74,6 +74,8 @@ type IDClaims struct {
 	AMR      []string `json:"amr"`
 	AZP      string   `json:"azp,omitempty"`
 	GrantID  string   `json:"sid,omitempty"`
+	// PreferredUsername is the pseudonymous name of scope profile (PreferredUsername).
+	PreferredUsername string `json:"preferred_username,omitempty"`
 }
 
 // refreshClaims are the claims of a refresh token.
@@ -391,10 +393,15 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 	}
 	// Parse the asked scopes before the transaction: a refused request must leave the
 	// refresh token usable (rotating it first would make the retry look like reuse).
+	// A narrowed scope may drop openid (RFC 6749 6): an access token for an API,
+	// without an ID token.
 	var asked []string
 	if scope != "" {
-		if asked, err = parseScopes(scope); err != nil {
+		if asked, err = parseScopeList(scope); err != nil {
 			return nil, c.refuse(ctx, err)
+		}
+		if len(asked) == 0 {
+			return nil, c.refuse(ctx, oauthError(ErrInvalidScope, "scope is empty"))
 		}
 	}
 	newJTI := uuid.NewString()
@@ -453,7 +460,8 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 }
 
 // sign makes the access token, the ID token and (with refreshJTI) the refresh token.
-// The access token's aud is the grant's resource, or the service's base URL.
+// The access token's aud is the grant's resource, or the client's choice
+// (accessAudience).
 func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, error) {
 	now := s.now()
 	sub := PairwiseSubject(s.pairwiseSecret, cl.sector, humanID)
@@ -461,7 +469,7 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 	exp := now.Add(s.accessTTL)
 	accessClaims := &AccessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.audience(resource)},
+			Issuer: s.issuer, Subject: sub, Audience: s.accessAudience(cl, resource),
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp), ID: uuid.NewString(),
 		},
 		ClientID: clientID, Scope: scope, AuthTime: authTime.Unix(), GrantID: grantID,
@@ -472,21 +480,25 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 	}
 	// This instance just signed it: its first use costs no signature check.
 	s.access.Remember(access, accessClaims)
-	// The client's algorithm; RS256 for one without (a dynamic client has no option
-	// for it).
-	idToken, err := s.keys.Sign(orDefault(cl.idTokenAlg, keys.RS256), TypeIDToken, IDClaims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
-			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
-		},
-		AuthTime: authTime.Unix(), Nonce: nonce, AMR: []string{"palm"}, AZP: clientID, GrantID: grantID,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("signing ID token: %w", err)
-	}
 	resp := &TokenResponse{
 		AccessToken: access, TokenType: "Bearer", ExpiresIn: int64(s.accessTTL / time.Second),
-		Scope: scope, IDToken: idToken,
+		Scope: scope,
+	}
+	// An ID token only for openid: a refresh narrowed to API scopes gets none.
+	if slices.Contains(scopes, ScopeOpenID) {
+		// The client's algorithm; RS256 for one without (a dynamic client has no
+		// option for it).
+		resp.IDToken, err = s.keys.Sign(orDefault(cl.idTokenAlg, keys.RS256), TypeIDToken, IDClaims{
+			RegisteredClaims: jwt.RegisteredClaims{
+				Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
+				IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
+			},
+			AuthTime: authTime.Unix(), Nonce: nonce, AMR: []string{"palm"}, AZP: clientID, GrantID: grantID,
+			PreferredUsername: ProfileClaims(sub, scopes)["preferred_username"],
+		})
+		if err != nil {
+			return nil, fmt.Errorf("signing ID token: %w", err)
+		}
 	}
 	if refreshJTI != "" {
 		resp.RefreshToken, err = s.keys.Sign(keys.ES256, TypeRefreshToken, refreshClaims{

@@ -32,7 +32,7 @@ type Tool struct {
 var (
 	Chromium = Tool{Group: "browser and relying-party tests (Chromium)", Install: "apt-get install chromium", find: findChromium}
 	Nginx    = Tool{Group: "nginx gateway tests", Install: "apt-get install nginx", find: fixedPath("/usr/sbin/nginx")}
-	Node     = Tool{Group: "openid-client relying-party test (Node and npm)", Install: "apt-get install nodejs npm", find: findNode}
+	Node     = Tool{Group: "openid-client and Auth.js relying-party tests (Node and npm)", Install: "apt-get install nodejs npm", find: findNode}
 	Go       = Tool{Group: "oauth2-proxy and zitadel relying-party tests (go build of integration/rp)", Install: "a Go toolchain on PATH and the Go module proxy", find: lookPath("go")}
 )
 
