@@ -84,6 +84,9 @@ type clientRecord struct {
 	// PostLogoutRedirectURIs and IDTokenAlg: see Client ("" is RS256).
 	PostLogoutRedirectURIs []string `json:"postLogoutRedirectUris,omitempty"`
 	IDTokenAlg             string   `json:"idTokenAlg,omitempty"`
+	// Public and AllowedOrigins: see Client (a public client has no Secrets).
+	Public         bool     `json:"public,omitempty"`
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
 }
 
 // ClientInfo is a client as the admin API and the portal show it (never a secret).
@@ -106,6 +109,12 @@ type ClientInfo struct {
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
 	// IDTokenAlg signs the client's ID tokens (one of IDTokenAlgs).
 	IDTokenAlg string `json:"id_token_signed_response_alg"`
+	// TokenEndpointAuthMethod is `none` for a public client (no secret, PKCE
+	// required), `client_secret_basic` otherwise (client_secret_post works too).
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method"`
+	// AllowedOrigins are the origins allowed to call its endpoints from a browser
+	// (CORS): the configured ones, and a public client's redirect URIs' origins.
+	AllowedOrigins []string `json:"allowed_origins"`
 }
 
 // SecretInfo is one live secret of a dynamic client: the current one, or the
@@ -126,13 +135,19 @@ type ClientSpec struct {
 	// unchanged; "": RS256), as the Caddyfile's options of the same names.
 	PostLogoutRedirectURIs []string
 	IDTokenAlg             *string
+	// Public (create only): a client with no secret, PKCE required (public.go).
+	Public bool
+	// AllowedOrigins (nil: unchanged; empty: none): origins allowed besides a
+	// public client's redirect URIs' (CORS).
+	AllowedOrigins []string
 }
 
 // info is the record as shown at now: only the secrets live then.
 func (r *clientRecord) info(now time.Time) *ClientInfo {
 	ci := &ClientInfo{ID: r.ID, Name: r.Name, RedirectURIs: slices.Clone(r.RedirectURIs), Sector: r.Sector, Owner: r.Owner,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256)}
+		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256),
+		TokenEndpointAuthMethod: authMethod(r.Public), AllowedOrigins: orEmpty(r.origins())}
 	for _, s := range r.Secrets {
 		switch {
 		case s.ExpiresAt.IsZero():
@@ -179,6 +194,7 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 		id: rec.ID, name: name, sector: rec.Sector, redirectURIs: rec.RedirectURIs,
 		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: rec.Owner != "",
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
+		public: rec.Public, origins: rec.origins(),
 	}
 }
 
@@ -226,7 +242,14 @@ func (r *Clients) authenticate(ctx context.Context, id, secret string) (*client,
 }
 
 // checkSecret returns the dynamic client cl when secret is one of its live ones.
+// A public client matches no secret but the empty one (it has none).
 func (r *Clients) checkSecret(cl *client, secret string) *client {
+	if cl.public {
+		if secret != "" {
+			return nil
+		}
+		return cl
+	}
 	mac := r.secretMAC(secret)
 	ok := 0
 	for _, m := range cl.dynamicMACs {
@@ -254,16 +277,22 @@ func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, str
 	if _, err := rand.Read(idBytes); err != nil {
 		return nil, "", err
 	}
-	secret, err := newClientSecret()
-	if err != nil {
-		return nil, "", err
+	var secret string
+	var secrets []storedSecret
+	var err error
+	if !spec.Public { // a public client has no secret
+		if secret, err = newClientSecret(); err != nil {
+			return nil, "", err
+		}
+		secrets = []storedSecret{{MAC: r.secretMAC(secret)}}
 	}
 	now := r.now().UTC()
 	rec := &clientRecord{
 		ID: clientIDPrefix + base64.RawURLEncoding.EncodeToString(idBytes), Name: *spec.Name,
 		RedirectURIs: spec.RedirectURIs, Owner: spec.Owner, CreatedAt: now, UpdatedAt: now,
-		Secrets:                []storedSecret{{MAC: r.secretMAC(secret)}},
+		Secrets:                secrets,
 		PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs, IDTokenAlg: keys.RS256,
+		Public: spec.Public, AllowedOrigins: spec.AllowedOrigins,
 	}
 	if spec.IDTokenAlg != nil && *spec.IDTokenAlg != "" {
 		rec.IDTokenAlg = *spec.IDTokenAlg
@@ -293,6 +322,9 @@ func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, str
 				return err
 			}
 		}
+		if err := putOrigins(txn, rec.ID, nil, rec.origins()); err != nil {
+			return err
+		}
 		return writeClient(txn, rec)
 	})
 	if err != nil {
@@ -318,7 +350,8 @@ func (r *Clients) Get(ctx context.Context, id string) (*ClientInfo, error) {
 
 func (cl *client) info() *ClientInfo {
 	return &ClientInfo{ID: cl.id, Name: cl.name, RedirectURIs: slices.Clone(cl.redirectURIs), Sector: cl.sector, Static: true,
-		PostLogoutRedirectURIs: orEmpty(cl.postLogoutRedirectURIs), IDTokenAlg: orDefault(cl.idTokenAlg, keys.RS256)}
+		PostLogoutRedirectURIs: orEmpty(cl.postLogoutRedirectURIs), IDTokenAlg: orDefault(cl.idTokenAlg, keys.RS256),
+		TokenEndpointAuthMethod: authMethod(cl.public), AllowedOrigins: orEmpty(cl.origins)}
 }
 
 // List returns the static clients then the dynamic ones; with owner set,
@@ -382,7 +415,11 @@ func (r *Clients) modify(ctx context.Context, id, owner string, fn func(*clientR
 		} else if err != nil {
 			return err
 		}
+		old := rec.origins()
 		if err := fn(rec); err != nil {
+			return err
+		}
+		if err := putOrigins(txn, id, old, rec.origins()); err != nil {
 			return err
 		}
 		rec.UpdatedAt = r.now().UTC()
@@ -413,6 +450,9 @@ func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec)
 		if spec.IDTokenAlg != nil {
 			rec.IDTokenAlg = orDefault(*spec.IDTokenAlg, keys.RS256)
 		}
+		if spec.AllowedOrigins != nil {
+			rec.AllowedOrigins = spec.AllowedOrigins
+		}
 		return nil
 	})
 	if err != nil {
@@ -442,6 +482,9 @@ func (r *Clients) RotateSecret(ctx context.Context, id, owner string, grace time
 		return nil, "", err
 	}
 	rec, err := r.modify(ctx, id, owner, func(rec *clientRecord) error {
+		if rec.Public {
+			return clientErr(ErrClientInvalid, "client %s is public: it has no secret to rotate", id)
+		}
 		now := r.now()
 		rec.Secrets = rotatedSecrets(rec.Secrets, r.secretMAC(secret), now, grace)
 		return nil
@@ -490,6 +533,9 @@ func (r *Clients) Delete(ctx context.Context, id, owner string) error {
 			if err := txn.Delete(ownerKey(rec.Owner, id)); err != nil {
 				return err
 			}
+		}
+		if err := putOrigins(txn, id, rec.origins(), nil); err != nil {
+			return err
 		}
 		return txn.Delete(clientKey(id))
 	})
