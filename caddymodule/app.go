@@ -193,6 +193,14 @@ type Client struct {
 	// (the default, OpenID Connect's mandatory one), ES256 or EdDSA (Ed25519), which
 	// are much cheaper to sign. Access tokens are ES256 whatever it is.
 	IDTokenSignedResponseAlg string `json:"id_token_signed_response_alg,omitempty"`
+	// Public declares a client that cannot keep a secret (a browser app, a native
+	// app): it has no secret (token_endpoint_auth_method none), must use PKCE S256,
+	// and its refresh tokens rotate on every use.
+	Public bool `json:"public,omitempty"`
+	// AllowedOrigins are the origins (scheme://host[:port]) whose browser pages may
+	// call the token, userinfo and revocation endpoints for this client (CORS).
+	// A public client's redirect URIs' origins are allowed without being listed.
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -372,7 +380,7 @@ func (a *App) oidcClients() []oidc.Client {
 	for i, c := range a.Clients {
 		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
 			Scopes: c.Scopes, Resources: c.Resources, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs,
-			IDTokenAlg: c.IDTokenSignedResponseAlg}
+			IDTokenAlg: c.IDTokenSignedResponseAlg, Public: c.Public, AllowedOrigins: c.AllowedOrigins}
 	}
 	return clients
 }

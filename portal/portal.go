@@ -284,15 +284,28 @@ func logoutFields(r *http.Request, spec *oidc.ClientSpec) {
 		alg := r.PostFormValue("id_token_signed_response_alg")
 		spec.IDTokenAlg = &alg
 	}
+	if _, ok := r.PostForm["allowed_origins"]; ok {
+		spec.AllowedOrigins = []string{}
+		for _, line := range strings.Split(r.PostFormValue("allowed_origins"), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				spec.AllowedOrigins = append(spec.AllowedOrigins, line)
+			}
+		}
+	}
 }
 
 func (p *Portal) create(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PostFormValue("name")
-	spec := oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r), Owner: s.HumanID}
+	spec := oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r), Owner: s.HumanID,
+		Public: r.PostFormValue("public") == "on"}
 	logoutFields(r, &spec)
 	ci, secret, err := p.oidc.Clients().Create(r.Context(), spec)
 	if err != nil {
 		p.clientError(w, r, err)
+		return
+	}
+	if spec.Public {
+		p.showApp(w, r, s, ci, "", "Application created. It is public: it has no secret, and must use PKCE (S256).")
 		return
 	}
 	p.showApp(w, r, s, ci, secret, "Application created. Copy its secret now: it is shown only once.")
