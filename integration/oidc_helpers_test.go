@@ -44,6 +44,9 @@ type oidcClient struct {
 	postLogout []string
 	// idTokenAlg, when set, is its id_token_signed_response_alg (else RS256).
 	idTokenAlg string
+	// public: a public client (no secret line); origins: its allowed_origins.
+	public  bool
+	origins []string
 }
 
 // testScopes are the scopes newOIDCClient's clients may ask for.
@@ -63,9 +66,12 @@ func newOIDCClient(id, sector string) oidcClient {
 func (c oidcClient) config() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "client %s {\n", c.id)
-	if c.secretHash != "" {
+	switch {
+	case c.public:
+		b.WriteString("public\n")
+	case c.secretHash != "":
 		fmt.Fprintf(&b, "secret_hash %s\n", c.secretHash)
-	} else {
+	default:
 		fmt.Fprintf(&b, "secret %s\n", c.secret)
 	}
 	fmt.Fprintf(&b, "redirect_uri %s\n", strings.Join(c.redirects, " "))
@@ -86,6 +92,9 @@ func (c oidcClient) config() string {
 	}
 	if c.idTokenAlg != "" {
 		fmt.Fprintf(&b, "id_token_signed_response_alg %s\n", c.idTokenAlg)
+	}
+	if len(c.origins) > 0 {
+		fmt.Fprintf(&b, "allowed_origins %s\n", strings.Join(c.origins, " "))
 	}
 	b.WriteString("}\n")
 	return b.String()
