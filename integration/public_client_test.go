@@ -133,3 +133,38 @@ func TestCORSEndpoints(t *testing.T) {
 	resp = e.do(t, "GET", "/oauth2/userinfo", nil, "Origin", spaAllowed, "Authorization", "Bearer "+access).ExpectStatus(t, http.StatusOK)
 	expectCORS(t, resp, spaAllowed)
 }
+
+// TestPublicClientCLI: `caddy palmgate client add --public` (the admin API)
+// creates a public client with no secret; it logs in with PKCE alone, its origins
+// get CORS at once (the dynamic clients' origin index), it has no secret to
+// rotate, and `public` cannot be changed afterwards.
+func TestPublicClientCLI(t *testing.T) {
+	t.Parallel()
+	e := startOIDC(t, nil)
+	redirect := "https://cli-spa.example/callback"
+	var added struct {
+		cliClient
+		AuthMethod string   `json:"token_endpoint_auth_method"`
+		Origins    []string `json:"allowed_origins"`
+	}
+	e.cliJSON(t, &added, "add", "--name", "CLI SPA", "--redirect-uri", redirect, "--public", "--allowed-origin", spaAllowed)
+	if added.Secret != "" || added.AuthMethod != "none" || strings.Join(added.Origins, " ") != spaAllowed+" https://cli-spa.example" {
+		t.Fatalf("client add --public --json = %+v", added)
+	}
+	spa := oidcClient{id: added.ID, public: true, redirects: []string{redirect}}
+	code, verifier := e.codeFor(t, spa, "alice", true)
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect},
+		"client_id": {added.ID}, "code_verifier": {verifier}}
+	resp := e.postToken(t, form, "Origin", spaAllowed).ExpectStatus(t, http.StatusOK)
+	expectCORS(t, resp, spaAllowed)
+	expectCORS(t, e.do(t, "GET", "/oauth2/jwks", nil, "Origin", "https://cli-spa.example").ExpectStatus(t, http.StatusOK), "https://cli-spa.example")
+	if out, err := e.cliErr(t, "rotate-secret", added.ID); err == nil {
+		t.Errorf("rotate-secret of a public client succeeded:\n%s", out)
+	}
+	e.do(t, "PATCH", "http://"+e.AdminAddr+"/palmgate/clients/"+added.ID, `{"public":false}`, "Content-Type", "application/json").
+		ExpectStatus(t, http.StatusBadRequest)
+	// Its origins can be changed: the extra one goes, the redirect URI's stays.
+	e.cli(t, "update", added.ID, "--allowed-origin", "")
+	expectCORS(t, e.do(t, "GET", "/oauth2/jwks", nil, "Origin", spaAllowed), "")
+	expectCORS(t, e.do(t, "GET", "/oauth2/jwks", nil, "Origin", "https://cli-spa.example"), "https://cli-spa.example")
+}
