@@ -161,8 +161,11 @@ func TestPublicClientCLI(t *testing.T) {
 	if out, err := e.cliErr(t, "rotate-secret", added.ID); err == nil {
 		t.Errorf("rotate-secret of a public client succeeded:\n%s", out)
 	}
-	e.do(t, "PATCH", "http://"+e.AdminAddr+"/palmgate/clients/"+added.ID, `{"public":false}`, "Content-Type", "application/json").
-		ExpectStatus(t, http.StatusBadRequest)
+	patch := e.do(t, "PATCH", "http://"+e.AdminAddr+"/palmgate/clients/"+added.ID, `{"public":false}`,
+		"Content-Type", "application/json", "Origin", "http://"+e.AdminAddr).ExpectStatus(t, http.StatusBadRequest)
+	if !strings.Contains(string(patch.Body), "public is chosen when a client is created") {
+		t.Errorf("PATCH public: %s, want the refusal to say public is fixed", patch.Body)
+	}
 	// Its origins can be changed: the extra one goes, the redirect URI's stays.
 	e.cli(t, "update", added.ID, "--allowed-origin", "")
 	expectCORS(t, e.do(t, "GET", "/oauth2/jwks", nil, "Origin", spaAllowed), "")
