@@ -89,14 +89,10 @@ func CanonicalOrigin(s string) string {
 	return scheme + "://" + host
 }
 
-// CheckOrigin checks an allowed origin of a client: an http(s) origin with no
+// checkOrigin checks an allowed origin of a client: an http(s) origin with no
 // path, query or fragment (`https://app.example.com`, `http://localhost:5173`),
 // https unless its host is a loopback one or allowHTTP is set (as redirect URIs);
 // never `*` or `null`. option names the field in the error.
-func CheckOrigin(option, origin string) error {
-	return checkOrigin(option, origin, true)
-}
-
 func checkOrigin(option, origin string, allowHTTP bool) error {
 	if origin == "*" || origin == "null" {
 		return clientErr(ErrClientInvalid, "%s %.200q: name each origin (no wildcard, no null)", option, origin)
