@@ -19,8 +19,8 @@ import (
 //	GET    /palmgate/clients                    every client, static ones read-only
 //	POST   /palmgate/clients                    create: {"name","redirect_uris",["sector"],
 //	                                            ["post_logout_redirect_uris"],["id_token_signed_response_alg"],
-//	                                            ["access_token_audience"]}
-//	                                            -> 201 the client with its client_secret
+//	                                            ["access_token_audience"],["public"],["allowed_origins"]}
+//	                                            -> 201 the client with its client_secret (none when public)
 //	GET    /palmgate/clients/{id}               one client
 //	PATCH  /palmgate/clients/{id}               change any of the fields of create
 //	POST   /palmgate/clients/{id}/rotate-secret {"grace":"24h"} (default 24h, "0s" allowed)
@@ -37,17 +37,22 @@ type clientBody struct {
 	IDTokenAlg             *string  `json:"id_token_signed_response_alg"`
 	// AccessTokenAudience: base_url ("" too), client_id or both.
 	AccessTokenAudience *string `json:"access_token_audience"`
+	// Public (create only): no secret, PKCE required. AllowedOrigins: CORS origins
+	// besides a public client's redirect URIs' ([] clears them).
+	Public         *bool    `json:"public"`
+	AllowedOrigins []string `json:"allowed_origins"`
 }
 
 func (b *clientBody) spec() oidc.ClientSpec {
 	return oidc.ClientSpec{Name: b.Name, RedirectURIs: b.RedirectURIs, Sector: b.Sector,
-		PostLogoutRedirectURIs: b.PostLogoutRedirectURIs, IDTokenAlg: b.IDTokenAlg, AccessTokenAudience: b.AccessTokenAudience}
+		PostLogoutRedirectURIs: b.PostLogoutRedirectURIs, IDTokenAlg: b.IDTokenAlg, AccessTokenAudience: b.AccessTokenAudience,
+		Public: b.Public != nil && *b.Public, AllowedOrigins: b.AllowedOrigins}
 }
 
 // clientWithSecret is a client with the secret just issued (shown once).
 type clientWithSecret struct {
 	*oidc.ClientInfo
-	Secret string `json:"client_secret"`
+	Secret string `json:"client_secret,omitempty"` // a public client has none
 }
 
 func adminError(status int, format string, args ...any) error {
@@ -121,6 +126,9 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 		var b clientBody
 		if err := decodeAdminJSON(r, &b); err != nil {
 			return err
+		}
+		if b.Public != nil {
+			return adminError(http.StatusBadRequest, "public is chosen when a client is created; create a new client instead")
 		}
 		ci, err := svc.Clients().Update(ctx, id, "", b.spec())
 		if err != nil {

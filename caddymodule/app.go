@@ -211,6 +211,14 @@ type Client struct {
 	// and oauth4webapi expect), or both. A granted `resource` is the aud alone,
 	// whatever this says.
 	AccessTokenAudience string `json:"access_token_audience,omitempty"`
+	// Public declares a client that cannot keep a secret (a browser app, a native
+	// app): it has no secret (token_endpoint_auth_method none), must use PKCE S256,
+	// and its refresh tokens rotate on every use.
+	Public bool `json:"public,omitempty"`
+	// AllowedOrigins are the origins (scheme://host[:port]) whose browser pages may
+	// call the token, userinfo and revocation endpoints for this client (CORS).
+	// A public client's redirect URIs' origins are allowed without being listed.
+	AllowedOrigins []string `json:"allowed_origins,omitempty"`
 }
 
 // CaddyModule returns the Caddy module information.
@@ -407,7 +415,7 @@ func (a *App) oidcClients() []oidc.Client {
 	for i, c := range a.Clients {
 		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
 			Scopes: c.Scopes, Resources: c.Resources, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs,
-			IDTokenAlg: c.IDTokenSignedResponseAlg, AccessTokenAudience: c.AccessTokenAudience}
+			IDTokenAlg: c.IDTokenSignedResponseAlg, AccessTokenAudience: c.AccessTokenAudience, Public: c.Public, AllowedOrigins: c.AllowedOrigins}
 	}
 	return clients
 }

@@ -47,7 +47,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		max_pending_logins <n> | off [{ per_network <n> | off }]
 //		max_pending_registrations <n> | off [{ per_network <n> | off }]
 //		client <client_id> {
-//			secret <secret> | secret_hash <encoded hash>
+//			secret <secret> | secret_hash <encoded hash> | public
+//			allowed_origins <origin> [<origin>...]
 //			redirect_uri <uri> [<uri>...]
 //			post_logout_redirect_uri <uri> [<uri>...]
 //			name <display name>
@@ -343,6 +344,17 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 			if !slices.Contains(oidc.AccessTokenAudiences, c.AccessTokenAudience) {
 				return c, d.Errf("client %s: access_token_audience %q must be one of %s", c.ID, c.AccessTokenAudience, strings.Join(oidc.AccessTokenAudiences, ", "))
 			}
+		case "public":
+			if d.NextArg() {
+				return c, d.Errf("client %s: public takes no argument", c.ID)
+			}
+			c.Public = true
+		case "allowed_origins":
+			origins := d.RemainingArgs()
+			if len(origins) == 0 {
+				return c, d.Errf("client %s: allowed_origins needs at least one origin", c.ID)
+			}
+			c.AllowedOrigins = append(c.AllowedOrigins, origins...)
 		case "scopes", "resources":
 			args := d.RemainingArgs()
 			if len(args) == 0 {

@@ -95,6 +95,8 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"access_token_audience without value", "client demo {\n\taccess_token_audience\n}", "access_token_audience"},
 		{"access_token_audience issuer", "client demo {\n\taccess_token_audience issuer\n}", "access_token_audience"},
 		{"access_token_audience with two values", "client demo {\n\taccess_token_audience client_id base_url\n}", "access_token_audience"},
+		{"public with an argument", "client demo {\n\tpublic yes\n}", "public"},
+		{"allowed_origins without origin", "client demo {\n\tallowed_origins\n}", "allowed_origins"},
 		{"max_pending_logins not a number", "max_pending_logins many", "max_pending_logins"},
 		{"per_network not a number", "max_pending_logins 100 {\n\tper_network many\n}", "max_pending_logins: per_network"},
 		{"per_network zero", "max_pending_registrations 100 {\n\tper_network 0\n}", "max_pending_registrations: per_network"},
@@ -138,6 +140,12 @@ func TestValidate(t *testing.T) {
 		{"short pairwise secret", func(a *App) { a.PairwiseSecret = "short" }, "pairwise_secret"},
 		{"sub-second ttl", func(a *App) { a.AuthCodeTTL = 1 }, "auth_code_ttl"},
 		{"client without secret", func(a *App) { a.Clients = []Client{{ID: "c", RedirectURIs: []string{"https://a/cb"}}} }, "secret"},
+		{"public client with a secret", func(a *App) {
+			a.Clients = []Client{{ID: "c", Public: true, Secret: "s", RedirectURIs: []string{"https://a/cb"}}}
+		}, "public client has no secret"},
+		{"wildcard allowed origin", func(a *App) {
+			a.Clients = []Client{{ID: "c", Public: true, RedirectURIs: []string{"https://a/cb"}, AllowedOrigins: []string{"*"}}}
+		}, "allowed_origins"},
 		{"relative redirect", func(a *App) { a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"/cb"}}} }, "redirect_uri"},
 		{"wildcard redirect (issue 18, finding 6)", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"https://*.evil.example/cb"}}}

@@ -35,15 +35,16 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 		client.AddCommand(c)
 		return c
 	}
-	add := common(&cobra.Command{Use: "add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg RS256|ES256|EdDSA]",
-		Short: "Creates a client and prints its client_id and client_secret (shown once)", Args: cobra.NoArgs})
+	add := common(&cobra.Command{Use: "add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg RS256|ES256|EdDSA] [--public] [--allowed-origin <origin>...]",
+		Short: "Creates a client and prints its client_id and client_secret (shown once; a --public client has none)", Args: cobra.NoArgs})
+	add.Flags().Bool("public", false, "A public client (browser or native app): no secret, PKCE S256 required")
 	add.Flags().String("name", "", "Display name, shown on the login page")
 	add.Flags().StringArray("redirect-uri", nil, "A redirect URI (repeatable)")
 	add.Flags().String("sector", "", "Pairwise sector (default: the client_id)")
 	logoutFlags(add)
 	common(&cobra.Command{Use: "list", Short: "Lists the clients", Args: cobra.NoArgs})
 	common(&cobra.Command{Use: "show <client_id>", Short: "Shows a client", Args: cobra.ExactArgs(1)})
-	update := common(&cobra.Command{Use: "update <client_id> [--name <name>] [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg <alg>]",
+	update := common(&cobra.Command{Use: "update <client_id> [--name <name>] [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg <alg>] [--allowed-origin <origin>...]",
 		Short: "Changes a client's name, redirect URIs (all replaced), sector, post-logout redirect URIs (all replaced; \"\" clears them) or ID token algorithm", Args: cobra.ExactArgs(1)})
 	update.Flags().String("name", "", "New display name")
 	update.Flags().StringArray("redirect-uri", nil, "The new redirect URIs (repeatable; replace all)")
@@ -62,6 +63,7 @@ func logoutFlags(c *cobra.Command) {
 	c.Flags().StringArray("post-logout-redirect-uri", nil, "Where /oauth2/logout may send the browser back (repeatable; replace all)")
 	c.Flags().String("id-token-alg", "", "The ID tokens' signing algorithm (id_token_signed_response_alg): RS256 (default), ES256 or EdDSA")
 	c.Flags().String("access-token-audience", "", "The access tokens' aud without a resource: base_url (default), client_id or both")
+	c.Flags().StringArray("allowed-origin", nil, "An origin whose browser pages may call the token endpoint for it (CORS; repeatable; replace all; \"\" clears them)")
 }
 
 // logoutBody sets the flags of logoutFlags that were given in body.
@@ -81,6 +83,15 @@ func logoutBody(fs caddycmd.Flags, body map[string]any) {
 	if fs.Changed("access-token-audience") {
 		body["access_token_audience"] = fs.String("access-token-audience")
 	}
+	if fs.Changed("allowed-origin") {
+		origins := []string{}
+		for _, o := range stringArray(fs, "allowed-origin") {
+			if o != "" {
+				origins = append(origins, o)
+			}
+		}
+		body["allowed_origins"] = origins
+	}
 }
 
 func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
@@ -93,6 +104,9 @@ func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
 		body["name"], body["redirect_uris"] = fs.String("name"), stringArray(fs, "redirect-uri")
 		if s := fs.String("sector"); s != "" {
 			body["sector"] = s
+		}
+		if fs.Bool("public") {
+			body["public"] = true
 		}
 		logoutBody(fs, body)
 	case "list":
@@ -161,6 +175,8 @@ type adminClient struct {
 	PostLogout     []string `json:"post_logout_redirect_uris"`
 	IDTokenAlg     string   `json:"id_token_signed_response_alg"`
 	AccessAud      string   `json:"access_token_audience"`
+	AuthMethod     string   `json:"token_endpoint_auth_method"`
+	Origins        []string `json:"allowed_origins"`
 }
 
 func printClients(out []byte, list bool) (int, error) {
@@ -199,13 +215,15 @@ func printClients(out []byte, list bool) (int, error) {
 	fmt.Fprintf(tw, "post_logout_redirect_uris\t%s\n", strings.Join(c.PostLogout, " "))
 	fmt.Fprintf(tw, "id_token_signed_response_alg\t%s\n", c.IDTokenAlg)
 	fmt.Fprintf(tw, "access_token_audience\t%s\n", c.AccessAud)
+	fmt.Fprintf(tw, "token_endpoint_auth_method\t%s\n", c.AuthMethod)
+	fmt.Fprintf(tw, "allowed_origins\t%s\n", strings.Join(c.Origins, " "))
 	if c.Static {
 		fmt.Fprintln(tw, "kind\tstatic (Caddyfile; read-only)")
 	}
 	if c.Owner != "" {
 		fmt.Fprintln(tw, "owner\ta portal developer")
 	}
-	if !c.Static {
+	if !c.Static && c.AuthMethod != "none" {
 		fmt.Fprintln(tw, "current secret works\tuntil rotated")
 	}
 	if c.PreviousExpiry != "" { // only while it works

@@ -136,6 +136,8 @@ type envOptions struct {
 	noDev     bool
 	// maxPending caps pending palm challenges per purpose (palm.Config.MaxPending).
 	maxPending map[palm.Purpose]int
+	// clients are configured besides the test client.
+	clients []oidc.Client
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -181,11 +183,11 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 	e.oidc, err = oidc.NewService(ctx, oidc.Config{
 		Store: store, Palm: e.palm, Keys: e.keys, Now: clock.Now, Issuer: testIssuer,
 		PairwiseSecret: strings.Repeat("p", 32),
-		Clients: []oidc.Client{{
+		Clients: append([]oidc.Client{{
 			ID: testClientID, Secret: testSecret, Name: "Example App",
 			RedirectURIs: []string{testRedirect}, PostLogoutRedirectURIs: []string{testPostLogout},
 			Scopes: []string{"openid", "offline_access", "orders"},
-		}},
+		}}, o.clients...),
 	})
 	if err != nil {
 		t.Fatalf("oidc.NewService: %v", err)

@@ -26,8 +26,8 @@ func TestNoSuchEndpoint(t *testing.T) {
 	}
 	w := e.do(t, req{method: http.MethodDelete, target: "/oauth2/userinfo"})
 	wantV1Error(t, w, http.StatusMethodNotAllowed, "method_not_allowed", "")
-	if w.Header().Get("Allow") != "GET, POST" {
-		t.Errorf("Allow = %q, want GET, POST", w.Header().Get("Allow"))
+	if w.Header().Get("Allow") != "GET, OPTIONS, POST" { // OPTIONS: the CORS preflight
+		t.Errorf("Allow = %q, want GET, OPTIONS, POST", w.Header().Get("Allow"))
 	}
 }
 

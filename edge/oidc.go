@@ -230,6 +230,11 @@ func (s *Server) clientRequest(w http.ResponseWriter, r *http.Request) (oidc.Cli
 		s.writeOAuthError(w, r, err)
 		return oidc.ClientRequest{}, false
 	}
+	if !s.clientOrigin(w, r, requestClientID(r, params)) {
+		s.limiter.charge(r)
+		s.writeOAuthError(w, r, fault.New(fault.Invalid, oidc.ErrInvalidRequest, "this client does not allow requests from the page's origin (allowed_origins)"))
+		return oidc.ClientRequest{}, false
+	}
 	req := oidc.ClientRequest{Params: params}
 	if id, secret, ok := r.BasicAuth(); ok {
 		req.Basic = &oidc.BasicCredentials{ID: id, Secret: secret}

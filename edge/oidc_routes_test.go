@@ -321,8 +321,8 @@ func TestTokenRefusals(t *testing.T) {
 	t.Run("GET", func(t *testing.T) {
 		w := e.get(t, "/oauth2/token")
 		wantStatus(t, w, http.StatusMethodNotAllowed)
-		if w.Header().Get("Allow") != "POST" {
-			t.Errorf("Allow = %q, want POST", w.Header().Get("Allow"))
+		if w.Header().Get("Allow") != "OPTIONS, POST" { // OPTIONS: the CORS preflight
+			t.Errorf("Allow = %q, want OPTIONS, POST", w.Header().Get("Allow"))
 		}
 	})
 }

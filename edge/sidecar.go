@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -30,12 +31,13 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 // authenticatedRequest reads a client-authenticated form POST and authenticates
 // its client, answering the error itself (a failure counts against the client
 // address's rate limit).
-func (s *Server) authenticatedRequest(w http.ResponseWriter, r *http.Request) (string, oidc.ClientRequest, bool) {
+func (s *Server) authenticatedRequest(w http.ResponseWriter, r *http.Request,
+	authenticate func(context.Context, oidc.ClientRequest) (string, error)) (string, oidc.ClientRequest, bool) {
 	req, ok := s.clientRequest(w, r)
 	if !ok {
 		return "", req, false
 	}
-	clientID, err := s.oidc.Authenticate(r.Context(), req)
+	clientID, err := authenticate(r.Context(), req)
 	if err != nil {
 		s.limiter.charge(r)
 		s.writeOAuthError(w, r, err)
@@ -46,7 +48,7 @@ func (s *Server) authenticatedRequest(w http.ResponseWriter, r *http.Request) (s
 
 // handleIntrospect is token introspection (RFC 7662), for authenticated clients.
 func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
-	clientID, req, ok := s.authenticatedRequest(w, r)
+	clientID, req, ok := s.authenticatedRequest(w, r, s.oidc.Authenticate)
 	if !ok {
 		return
 	}
@@ -61,7 +63,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 // handleRevoke is token revocation (RFC 7009), for authenticated clients: 200 also
 // for unknown tokens.
 func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	clientID, req, ok := s.authenticatedRequest(w, r)
+	clientID, req, ok := s.authenticatedRequest(w, r, s.oidc.AuthenticateRevoker)
 	if !ok {
 		return
 	}

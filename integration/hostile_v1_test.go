@@ -32,20 +32,21 @@ func hostileMethodCases(f *hostileFixture) []*hostileCase {
 		{"dev-scan", chal + "/dev-scan", "POST"},
 		{"authorize", strings.TrimPrefix(f.e.authURL(f.shop), f.e.URL), "GET, POST"},
 		{"login page", "/oauth2/verify?auth_request_id=" + f.pendingID, "GET"},
-		{"token", "/oauth2/token", "POST"},
-		{"userinfo", "/oauth2/userinfo", "GET, POST"},
-		{"discovery", "/oauth2/.well-known/openid-configuration", "GET"},
-		{"jwks", "/oauth2/jwks", "GET"},
+		// OPTIONS: the CORS preflight of the endpoints browser apps call (issue 21)
+		{"token", "/oauth2/token", "OPTIONS, POST"},
+		{"userinfo", "/oauth2/userinfo", "GET, OPTIONS, POST"},
+		{"discovery", "/oauth2/.well-known/openid-configuration", "GET, OPTIONS"},
+		{"jwks", "/oauth2/jwks", "GET, OPTIONS"},
 		{"introspect", "/oauth2/introspect", "POST"},
-		{"revoke", "/oauth2/revoke", "POST"},
+		{"revoke", "/oauth2/revoke", "OPTIONS, POST"},
 	}
 	var cases []*hostileCase
 	for _, r := range routes {
 		methods := []string{"PUT", "DELETE", "PATCH"}
 		switch r.allow {
-		case "GET":
+		case "GET", "GET, OPTIONS":
 			methods = append(methods, "POST")
-		case "POST":
+		case "POST", "OPTIONS, POST":
 			methods = append(methods, "GET")
 		}
 		for _, m := range methods {
@@ -54,7 +55,7 @@ func hostileMethodCases(f *hostileFixture) []*hostileCase {
 	}
 	return append(cases,
 		hx("OPTIONS at init", "OPTIONS", "/v1/agent/register/init").notAllowed("POST"),
-		hx("TRACE at token", "TRACE", "/oauth2/token").notAllowed("POST"),
+		hx("TRACE at token", "TRACE", "/oauth2/token").notAllowed("OPTIONS, POST"),
 		hx("PROPFIND at the leaderboard", "PROPFIND", "/v1/human/leaderboard").notAllowed("GET"),
 		hx("lower-case get at the leaderboard", "get", "/v1/human/leaderboard").notAllowed("GET"),
 		hx("POST with a JSON body at the device lookup", "POST", "/v1/agent/verify/device/x").json(`{"registered":true}`).notAllowed("GET"),

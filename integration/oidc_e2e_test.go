@@ -51,7 +51,7 @@ func TestOIDCRelyingParty(t *testing.T) {
 		}
 		if strings.Join(d.Subjects, ",") != "pairwise" || strings.Join(d.IDTokenAlgs, ",") != "RS256,ES256,EdDSA" ||
 			strings.Join(d.PKCEMethods, ",") != "S256" || strings.Join(d.ResponseType, ",") != "code" ||
-			strings.Join(d.AuthMethods, ",") != "client_secret_post,client_secret_basic" ||
+			strings.Join(d.AuthMethods, ",") != "client_secret_post,client_secret_basic,none" || // none: public clients
 			strings.Join(d.GrantTypes, ",") != "authorization_code,refresh_token" {
 			t.Errorf("discovery metadata %+v", d)
 		}

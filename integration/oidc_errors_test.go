@@ -381,8 +381,8 @@ func TestOIDCTokenErrors(t *testing.T) {
 	t.Run("GET is 405 with Allow", func(t *testing.T) {
 		t.Parallel()
 		resp := e.do(t, "GET", "/oauth2/token?"+refreshForm(refresh).Encode(), nil)
-		if resp.Status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
-			t.Errorf("%s: %d Allow %q, want 405 with Allow POST\nbody: %s", resp.Request, resp.Status, resp.Header.Get("Allow"), resp.Body)
+		if resp.Status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "OPTIONS, POST" { // OPTIONS: the CORS preflight
+			t.Errorf("%s: %d Allow %q, want 405 with Allow OPTIONS, POST\nbody: %s", resp.Request, resp.Status, resp.Header.Get("Allow"), resp.Body)
 		}
 		if m := resp.Object(t); str(m["code"]) != "method_not_allowed" {
 			t.Errorf("%s: body %s, want code method_not_allowed", resp.Request, resp.Body)
@@ -501,8 +501,8 @@ func TestOIDCUserinfoErrors(t *testing.T) {
 	t.Run("PUT is 405 with Allow", func(t *testing.T) {
 		t.Parallel()
 		resp := e.do(t, "PUT", "/oauth2/userinfo", nil, "Authorization", "Bearer "+access)
-		if resp.Status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, POST" {
-			t.Errorf("%s: %d Allow %q, want 405 with Allow \"GET, POST\"", resp.Request, resp.Status, resp.Header.Get("Allow"))
+		if resp.Status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, OPTIONS, POST" { // OPTIONS: the CORS preflight
+			t.Errorf("%s: %d Allow %q, want 405 with Allow \"GET, OPTIONS, POST\"", resp.Request, resp.Status, resp.Header.Get("Allow"))
 		}
 	})
 	t.Run("valid token, GET and POST", func(t *testing.T) {

@@ -46,6 +46,9 @@ type oidcClient struct {
 	idTokenAlg string
 	// accessAud, when set, is its access_token_audience (else base_url).
 	accessAud string
+	// public: a public client (no secret line); origins: its allowed_origins.
+	public  bool
+	origins []string
 }
 
 // testScopes are the scopes newOIDCClient's clients may ask for.
@@ -67,9 +70,12 @@ func newOIDCClient(id, sector string) oidcClient {
 func (c oidcClient) config() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "client %s {\n", c.id)
-	if c.secretHash != "" {
+	switch {
+	case c.public:
+		b.WriteString("public\n")
+	case c.secretHash != "":
 		fmt.Fprintf(&b, "secret_hash %s\n", c.secretHash)
-	} else {
+	default:
 		fmt.Fprintf(&b, "secret %s\n", c.secret)
 	}
 	fmt.Fprintf(&b, "redirect_uri %s\n", strings.Join(c.redirects, " "))
@@ -93,6 +99,9 @@ func (c oidcClient) config() string {
 	}
 	if c.accessAud != "" {
 		fmt.Fprintf(&b, "access_token_audience %s\n", c.accessAud)
+	}
+	if len(c.origins) > 0 {
+		fmt.Fprintf(&b, "allowed_origins %s\n", strings.Join(c.origins, " "))
 	}
 	b.WriteString("}\n")
 	return b.String()

@@ -289,15 +289,28 @@ func logoutFields(r *http.Request, spec *oidc.ClientSpec) {
 		aud := r.PostFormValue("access_token_audience")
 		spec.AccessTokenAudience = &aud
 	}
+	if _, ok := r.PostForm["allowed_origins"]; ok {
+		spec.AllowedOrigins = []string{}
+		for _, line := range strings.Split(r.PostFormValue("allowed_origins"), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				spec.AllowedOrigins = append(spec.AllowedOrigins, line)
+			}
+		}
+	}
 }
 
 func (p *Portal) create(w http.ResponseWriter, r *http.Request, s *session) {
 	name := r.PostFormValue("name")
-	spec := oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r), Owner: s.HumanID}
+	spec := oidc.ClientSpec{Name: &name, RedirectURIs: redirectURIs(r), Owner: s.HumanID,
+		Public: r.PostFormValue("public") == "on"}
 	logoutFields(r, &spec)
 	ci, secret, err := p.oidc.Clients().Create(r.Context(), spec)
 	if err != nil {
 		p.clientError(w, r, err)
+		return
+	}
+	if spec.Public {
+		p.showApp(w, r, s, ci, "", "Application created. It is public: it has no secret, and must use PKCE (S256).")
 		return
 	}
 	p.showApp(w, r, s, ci, secret, "Application created. Copy its secret now: it is shown only once.")

@@ -261,6 +261,9 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	case challenge != "" && !pkceString.MatchString(challenge):
 		return nil, oauthError(ErrInvalidRequest, "code_challenge must be 43 to 128 unreserved characters")
 	}
+	if challenge == "" && cl.public {
+		return nil, oauthError(ErrInvalidRequest, "code_challenge is required: a public client must use PKCE (S256)")
+	}
 	if err := checkMaxAge(params); err != nil {
 		return nil, err
 	}

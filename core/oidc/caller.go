@@ -32,7 +32,10 @@ func (r *Clients) caller(id, secret string) (*caller, error) {
 	if id == "" {
 		return nil, oauthError(ErrInvalidClient, "client authentication failed")
 	}
-	if r.get(id) != nil {
+	if st := r.get(id); st != nil {
+		if st.public && secret != "" {
+			return nil, errPublicSecret()
+		}
 		cl := r.authenticateStatic(id, secret)
 		if cl == nil {
 			return nil, oauthError(ErrInvalidClient, "client authentication failed")
@@ -84,6 +87,9 @@ func (c *caller) in(txn storage.Txn) (*client, error) {
 		return nil, err
 	}
 	cl := c.reg.dynamicClient(rec)
+	if !c.trusted && cl.public && c.secret != "" {
+		return nil, errPublicSecret()
+	}
 	if !c.trusted && c.reg.checkSecret(cl, c.secret) == nil {
 		return nil, oauthError(ErrInvalidClient, "client authentication failed")
 	}

@@ -23,7 +23,11 @@ func CheckClients(clients []Client, dev bool) error {
 			return fmt.Errorf("client %s: configured twice", c.ID)
 		}
 		seen[c.ID] = true
+		if err := checkPublicClient(c, dev); err != nil {
+			return err
+		}
 		switch {
+		case c.Public:
 		case c.Secret == "" && c.SecretHash == "":
 			return fmt.Errorf("client %s: secret (or secret_hash) is required", c.ID)
 		case c.Secret != "" && c.SecretHash != "":

@@ -39,6 +39,14 @@ type Client struct {
 	// AccessTokenAudience is the aud of its access tokens without a resource: one
 	// of AccessTokenAudiences; "" means AudienceBaseURL.
 	AccessTokenAudience string
+	// Public: a client with no secret (browser and native apps): it authenticates
+	// with its client_id only (token_endpoint_auth_method none) and must use PKCE
+	// S256 (public.go).
+	Public bool
+	// AllowedOrigins are the origins (scheme://host[:port]) whose browser pages may
+	// call the token, userinfo and revocation endpoints for this client (CORS);
+	// a public client's redirect URIs' origins are allowed besides.
+	AllowedOrigins []string
 }
 
 // IDTokenAlgs are the algorithms a client may have its ID tokens signed with
@@ -68,6 +76,10 @@ type client struct {
 	idTokenAlg string
 	// accessTokenAudience: see Client.AccessTokenAudience (never "").
 	accessTokenAudience string
+	// public: no secret, PKCE required (public.go); origins: its allowed origins
+	// for CORS, canonical (originsOf).
+	public  bool
+	origins []string
 }
 
 // Clients is the client registry: the static clients of the config and the
@@ -83,6 +95,7 @@ type Clients struct {
 	now      func() time.Time
 	macKey   []byte
 	byID     map[string]*client // the static clients
+	origins  map[string]bool    // the static clients' allowed origins, all together
 	dummy    []byte
 	verifier *verifier
 	// dynamic clients (registry.go)
@@ -102,7 +115,7 @@ func newClients(ctx context.Context, cfg Config, now func() time.Time) (*Clients
 		return nil, err
 	}
 	c := &Clients{store: cfg.Store, now: now, devRedirects: dev, maxPerOwner: cfg.MaxClientsPerOwner, events: cfg.Events,
-		macKey: make([]byte, 32), byID: make(map[string]*client, len(list))}
+		macKey: make([]byte, 32), byID: make(map[string]*client, len(list)), origins: map[string]bool{}}
 	if c.maxPerOwner <= 0 {
 		c.maxPerOwner = DefaultMaxClientsOwner
 	}
@@ -133,8 +146,14 @@ func newClients(ctx context.Context, cfg Config, now func() time.Time) (*Clients
 			postLogoutRedirectURIs: slices.Clone(cl.PostLogoutRedirectURIs),
 			idTokenAlg:             orDefault(cl.IDTokenAlg, keys.RS256),
 			accessTokenAudience:    orDefault(cl.AccessTokenAudience, AudienceBaseURL),
+			public:                 cl.Public,
+			origins:                originsOf(cl.Public, cl.AllowedOrigins, cl.RedirectURIs),
+		}
+		for _, o := range entry.origins {
+			c.origins[o] = true
 		}
 		switch {
+		case cl.Public:
 		case cl.SecretHash != "":
 			h, err := parseSecretHash(cl.SecretHash)
 			if err != nil {
@@ -162,8 +181,16 @@ func (r *Clients) get(id string) *client { return r.byID[id] }
 // comparing in constant time (also when the client is unknown).
 // A client configured with a secret_hash is checked against it: SHA-256 in constant
 // time, argon2id once per distinct secret (see verifier).
+//
+// A public client is authenticated by its id alone, and only without a secret.
 func (r *Clients) authenticateStatic(id, secret string) *client {
 	cl := r.byID[id]
+	if cl != nil && cl.public {
+		if secret != "" {
+			return nil
+		}
+		return cl
+	}
 	if cl != nil && cl.secretHash != nil {
 		if !r.verifier.check(id, cl.secretHash, secret) {
 			return nil

@@ -38,6 +38,10 @@ type Discovery struct {
 // introspection and revocation endpoints (Authenticate).
 var clientAuthMethods = []string{"client_secret_post", "client_secret_basic"}
 
+// publicAuthMethods are those of the token and revocation endpoints, which public
+// clients use with their client_id only (`none`, public.go).
+var publicAuthMethods = []string{"client_secret_post", "client_secret_basic", TokenAuthMethodNone}
+
 // Discovery returns the provider's metadata.
 func (s *Service) Discovery() *Discovery {
 	iss := s.issuer
@@ -49,7 +53,7 @@ func (s *Service) Discovery() *Discovery {
 		IntrospectionEndpoint: iss + "/introspect",
 		RevocationEndpoint:    iss + "/revoke",
 		IntrospectionEndpointAuthMethodsSupported:  clientAuthMethods,
-		RevocationEndpointAuthMethodsSupported:     clientAuthMethods,
+		RevocationEndpointAuthMethodsSupported:     publicAuthMethods,
 		JWKSURI:                                    iss + "/jwks",
 		ResponseTypesSupported:                     []string{"code"},
 		ResponseModesSupported:                     slices.Clone(ResponseModes),
@@ -58,7 +62,7 @@ func (s *Service) Discovery() *Discovery {
 		IDTokenSigningAlgValuesSupported:           slices.Clone(IDTokenAlgs),
 		ScopesSupported:                            slices.Concat([]string{ScopeOpenID, ScopeOfflineAccess}, StandardScopes),
 		ClaimsSupported:                            []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid", "preferred_username"},
-		TokenEndpointAuthMethodsSupported:          clientAuthMethods,
+		TokenEndpointAuthMethodsSupported:          publicAuthMethods,
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		PromptValuesSupported:                      slices.Clone(promptValues),
 		RequestParameterSupported:                  false,

@@ -22,8 +22,19 @@ type BasicCredentials struct {
 
 // Authenticate applies the endpoints' parsing rules (no parameter given twice,
 // except resource, RFC 8707) and authenticates the client: client_secret_basic or
-// client_secret_post, not both. It returns the client's id.
+// client_secret_post, not both. It returns the client's id. A public client is
+// refused (introspection is for clients that can authenticate: public.go).
 func (s *Service) Authenticate(ctx context.Context, req ClientRequest) (string, error) {
+	return s.authenticateRequest(ctx, req, false)
+}
+
+// AuthenticateRevoker is Authenticate for the revocation endpoint, which a public
+// client may also use with its client_id alone (RFC 7009 2.1; public.go).
+func (s *Service) AuthenticateRevoker(ctx context.Context, req ClientRequest) (string, error) {
+	return s.authenticateRequest(ctx, req, true)
+}
+
+func (s *Service) authenticateRequest(ctx context.Context, req ClientRequest, allowPublic bool) (string, error) {
 	id, secret, err := credentials(req)
 	if err != nil {
 		return "", err
@@ -37,6 +48,9 @@ func (s *Service) Authenticate(ctx context.Context, req ClientRequest) (string, 
 	}
 	if cl == nil {
 		return "", oauthError(ErrInvalidClient, "client authentication failed")
+	}
+	if cl.public && !allowPublic {
+		return "", errPublicNotAllowed()
 	}
 	return id, nil
 }

@@ -13,6 +13,7 @@ import "crypto/sha256"
 //	oidc/client-owner/{owner}/{clientId} -> "" (a developer's clients, for the portal)
 //	oidc/client-owner/{owner}   -> the owner's last created client id (serialises creates)
 //	oidc/client-secret-key      -> key of the dynamic clients' secret hashes
+//	oidc/cors-origin/{origin}/{clientId} -> "" (the dynamic clients' allowed origins, for CORS)
 //
 // Codes are stored by hash, so the store never holds a usable code.
 
@@ -26,6 +27,10 @@ func ownerPrefix(owner string) []byte  { return []byte("oidc/client-owner/" + ow
 func ownerMarkKey(owner string) []byte { return []byte("oidc/client-owner/" + owner) }
 func ownerKey(owner, id string) []byte {
 	return []byte("oidc/client-owner/" + owner + "/" + id)
+}
+func originPrefix(origin string) []byte { return []byte("oidc/cors-origin/" + origin + "/") }
+func originKey(origin, id string) []byte {
+	return []byte("oidc/cors-origin/" + origin + "/" + id)
 }
 func pairwiseSecretKey() []byte   { return []byte("oidc/pairwise-secret") }
 func revokedPrefix() []byte       { return []byte("oidc/revoked/") }

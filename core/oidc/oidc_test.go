@@ -58,6 +58,8 @@ var testClients = []Client{
 		PostLogoutRedirectURIs: []string{appLoggedOut}},
 	{ID: "ed-app", Secret: "ed-secret", RedirectURIs: []string{edRedirect}, IDTokenAlg: keys.EdDSA,
 		PostLogoutRedirectURIs: []string{appLoggedOut}},
+	// A public client (public_test.go): no secret, PKCE required, CORS origins.
+	{ID: "spa", Public: true, RedirectURIs: []string{spaRedirect}, AllowedOrigins: []string{spaExtraOrigin}},
 }
 
 // Redirect URIs of the clients that pick their ID token algorithm.

@@ -87,6 +87,9 @@ type clientRecord struct {
 	IDTokenAlg             string   `json:"idTokenAlg,omitempty"`
 	// AccessTokenAudience: see Client ("" is AudienceBaseURL).
 	AccessTokenAudience string `json:"accessTokenAudience,omitempty"`
+	// Public and AllowedOrigins: see Client (a public client has no Secrets).
+	Public         bool     `json:"public,omitempty"`
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
 }
 
 // ClientInfo is a client as the admin API and the portal show it (never a secret).
@@ -112,6 +115,12 @@ type ClientInfo struct {
 	// AccessTokenAudience is the aud of its access tokens without a resource (one
 	// of AccessTokenAudiences).
 	AccessTokenAudience string `json:"access_token_audience"`
+	// TokenEndpointAuthMethod is `none` for a public client (no secret, PKCE
+	// required), `client_secret_basic` otherwise (client_secret_post works too).
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method"`
+	// AllowedOrigins are the origins allowed to call its endpoints from a browser
+	// (CORS): the configured ones, and a public client's redirect URIs' origins.
+	AllowedOrigins []string `json:"allowed_origins"`
 }
 
 // SecretInfo is one live secret of a dynamic client: the current one, or the
@@ -134,6 +143,11 @@ type ClientSpec struct {
 	IDTokenAlg             *string
 	// AccessTokenAudience (nil: unchanged; "": AudienceBaseURL).
 	AccessTokenAudience *string
+	// Public (create only): a client with no secret, PKCE required (public.go).
+	Public bool
+	// AllowedOrigins (nil: unchanged; empty: none): origins allowed besides a
+	// public client's redirect URIs' (CORS).
+	AllowedOrigins []string
 }
 
 // info is the record as shown at now: only the secrets live then.
@@ -141,7 +155,8 @@ func (r *clientRecord) info(now time.Time) *ClientInfo {
 	ci := &ClientInfo{ID: r.ID, Name: r.Name, RedirectURIs: slices.Clone(r.RedirectURIs), Sector: r.Sector, Owner: r.Owner,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256),
-		AccessTokenAudience: orDefault(r.AccessTokenAudience, AudienceBaseURL)}
+		AccessTokenAudience:     orDefault(r.AccessTokenAudience, AudienceBaseURL),
+		TokenEndpointAuthMethod: authMethod(r.Public), AllowedOrigins: orEmpty(r.origins())}
 	for _, s := range r.Secrets {
 		switch {
 		case s.ExpiresAt.IsZero():
@@ -189,6 +204,7 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: rec.Owner != "",
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
 		accessTokenAudience: orDefault(rec.AccessTokenAudience, AudienceBaseURL),
+		public:              rec.Public, origins: rec.origins(),
 	}
 }
 
@@ -236,7 +252,14 @@ func (r *Clients) authenticate(ctx context.Context, id, secret string) (*client,
 }
 
 // checkSecret returns the dynamic client cl when secret is one of its live ones.
+// A public client matches no secret but the empty one (it has none).
 func (r *Clients) checkSecret(cl *client, secret string) *client {
+	if cl.public {
+		if secret != "" {
+			return nil
+		}
+		return cl
+	}
 	mac := r.secretMAC(secret)
 	ok := 0
 	for _, m := range cl.dynamicMACs {
@@ -264,16 +287,22 @@ func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, str
 	if _, err := rand.Read(idBytes); err != nil {
 		return nil, "", err
 	}
-	secret, err := newClientSecret()
-	if err != nil {
-		return nil, "", err
+	var secret string
+	var secrets []storedSecret
+	var err error
+	if !spec.Public { // a public client has no secret
+		if secret, err = newClientSecret(); err != nil {
+			return nil, "", err
+		}
+		secrets = []storedSecret{{MAC: r.secretMAC(secret)}}
 	}
 	now := r.now().UTC()
 	rec := &clientRecord{
 		ID: clientIDPrefix + base64.RawURLEncoding.EncodeToString(idBytes), Name: *spec.Name,
 		RedirectURIs: spec.RedirectURIs, Owner: spec.Owner, CreatedAt: now, UpdatedAt: now,
-		Secrets:                []storedSecret{{MAC: r.secretMAC(secret)}},
+		Secrets:                secrets,
 		PostLogoutRedirectURIs: spec.PostLogoutRedirectURIs, IDTokenAlg: keys.RS256,
+		Public: spec.Public, AllowedOrigins: spec.AllowedOrigins,
 	}
 	if spec.IDTokenAlg != nil && *spec.IDTokenAlg != "" {
 		rec.IDTokenAlg = *spec.IDTokenAlg
@@ -306,6 +335,9 @@ func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, str
 				return err
 			}
 		}
+		if err := putOrigins(txn, rec.ID, nil, rec.origins()); err != nil {
+			return err
+		}
 		return writeClient(txn, rec)
 	})
 	if err != nil {
@@ -333,7 +365,8 @@ func (r *Clients) Get(ctx context.Context, id string) (*ClientInfo, error) {
 func (cl *client) info() *ClientInfo {
 	return &ClientInfo{ID: cl.id, Name: cl.name, RedirectURIs: slices.Clone(cl.redirectURIs), Sector: cl.sector, Static: true,
 		PostLogoutRedirectURIs: orEmpty(cl.postLogoutRedirectURIs), IDTokenAlg: orDefault(cl.idTokenAlg, keys.RS256),
-		AccessTokenAudience: cl.accessTokenAudience}
+		AccessTokenAudience:     cl.accessTokenAudience,
+		TokenEndpointAuthMethod: authMethod(cl.public), AllowedOrigins: orEmpty(cl.origins)}
 }
 
 // List returns the static clients then the dynamic ones; with owner set,
@@ -397,7 +430,11 @@ func (r *Clients) modify(ctx context.Context, id, owner string, fn func(*clientR
 		} else if err != nil {
 			return err
 		}
+		old := rec.origins()
 		if err := fn(rec); err != nil {
+			return err
+		}
+		if err := putOrigins(txn, id, old, rec.origins()); err != nil {
 			return err
 		}
 		rec.UpdatedAt = r.now().UTC()
@@ -431,6 +468,9 @@ func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec)
 		if spec.AccessTokenAudience != nil {
 			rec.AccessTokenAudience = *spec.AccessTokenAudience
 		}
+		if spec.AllowedOrigins != nil {
+			rec.AllowedOrigins = spec.AllowedOrigins
+		}
 		return nil
 	})
 	if err != nil {
@@ -461,6 +501,9 @@ func (r *Clients) RotateSecret(ctx context.Context, id, owner string, grace time
 		return nil, "", err
 	}
 	rec, err := r.modify(ctx, id, owner, func(rec *clientRecord) error {
+		if rec.Public {
+			return clientErr(ErrClientInvalid, "client %s is public: it has no secret to rotate", id)
+		}
 		now := r.now()
 		rec.Secrets = rotatedSecrets(rec.Secrets, r.secretMAC(secret), now, grace)
 		return nil
@@ -510,6 +553,9 @@ func (r *Clients) Delete(ctx context.Context, id, owner string) error {
 			if err := txn.Delete(ownerKey(rec.Owner, id)); err != nil {
 				return err
 			}
+		}
+		if err := putOrigins(txn, id, rec.origins(), nil); err != nil {
+			return err
 		}
 		return txn.Delete(clientKey(id))
 	})

@@ -46,6 +46,9 @@ func (r *Clients) validateSpec(spec *ClientSpec) error {
 		}
 		spec.Sector = &sec
 	}
+	if err := r.validateOrigins(spec); err != nil {
+		return err
+	}
 	return r.validateLogoutAndAlg(spec)
 }
 

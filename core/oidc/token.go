@@ -183,6 +183,9 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 		if rec.RedirectURI != redirectURI {
 			return oauthError(ErrInvalidGrant, "redirect_uri differs from the authorization request's")
 		}
+		if cl.public && rec.CodeChallenge == "" { // a code issued before the client became public
+			return oauthError(ErrInvalidGrant, "a public client's code must be bound to a PKCE code_challenge")
+		}
 		if err := checkPKCE(rec.CodeChallenge, verifier); err != nil {
 			return err
 		}

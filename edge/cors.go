@@ -1,0 +1,148 @@
+package edge
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// CORS for browser apps (issue 21). A single-page app calls discovery, the JWKS,
+// the token, userinfo and revocation endpoints from its own origin; each client
+// has allowed origins (core/oidc public.go). The rules:
+//
+//   - An Origin that is not allowed gets no CORS header at all (the browser then
+//     hides the answer from the page).
+//   - Never `*` and never Access-Control-Allow-Credentials: the allowed origin is
+//     echoed, with Vary: Origin, and no endpoint here reads cookies.
+//   - Discovery, the JWKS and userinfo answer for the union of every client's
+//     allowed origins: discovery and the JWKS are public, and userinfo's preflight
+//     carries neither a token nor a client_id, so it cannot be matched to a client
+//     (the token itself is the credential; a page that holds none learns nothing).
+//   - The token and revocation endpoints answer for the origins of the client the
+//     form names (client_id, or Basic credentials): errors before the client is
+//     known carry the union's headers, so the app can read them.
+//   - A preflight (OPTIONS) answers 204 with Allow-Methods and Allow-Headers
+//     (Authorization and Content-Type), cached for corsMaxAge.
+//   - Error answers (400, 401, 429, 503) carry the same headers as successes: they
+//     are set before the handler runs.
+const corsMaxAge = "600"
+
+// corsExposed are the answer headers a page may read besides the safelisted ones.
+const corsExposed = "WWW-Authenticate, Retry-After"
+
+// corsUnion serves h with the CORS headers of the union of the clients' allowed
+// origins, and answers its preflight; methods are the route's.
+func (s *Server) corsUnion(methods string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Vary", "Origin")
+		if origin := r.Header.Get("Origin"); origin != "" && s.originAllowed(r, origin) {
+			setCORS(w, origin)
+		}
+		if r.Method == http.MethodOptions {
+			answerPreflight(w, r, methods)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// originAllowed reports whether origin is an allowed origin of any client; a
+// store failure allows nothing (logged).
+func (s *Server) originAllowed(r *http.Request, origin string) bool {
+	ok, err := s.oidc.Clients().OriginAllowed(r.Context(), origin)
+	if err != nil {
+		s.logger.Warn("palmgate: reading the allowed origins failed", zap.Error(err))
+	}
+	return ok
+}
+
+// clientOrigin applies the per-client rule of the token, revocation and
+// introspection endpoints once the request's client id is known: the union's CORS
+// headers set before (token and revocation; introspection has none) are removed
+// when origin is not allowed for clientID. It
+// reports whether the request may go on: a request from a browser page whose
+// origin the client does not allow is refused before any work (see
+// docs/SECURITY.md), as a code or a refresh token spent by a page that cannot
+// read the answer is lost to its owner (a reused refresh token revokes its family).
+func (s *Server) clientOrigin(w http.ResponseWriter, r *http.Request, clientID string) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || clientID == "" {
+		return true
+	}
+	ok, err := s.oidc.Clients().ClientOriginAllowed(r.Context(), clientID, origin)
+	if err != nil {
+		s.logger.Warn("palmgate: reading the client's allowed origins failed", zap.Error(err))
+	}
+	if ok {
+		return true // in the union too: corsUnion has set the headers on a CORS route
+	}
+	clearCORS(w)
+	return origin == s.issuerOrigin() // same-origin: a page of palmgate itself
+}
+
+func setCORS(w http.ResponseWriter, origin string) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Set("Access-Control-Expose-Headers", corsExposed)
+}
+
+func clearCORS(w http.ResponseWriter) {
+	h := w.Header()
+	h.Del("Access-Control-Allow-Origin")
+	h.Del("Access-Control-Expose-Headers")
+}
+
+// answerPreflight answers an OPTIONS request: 204 with Allow, and, when the CORS
+// headers are set (an allowed origin), the methods and headers a page may use.
+func answerPreflight(w http.ResponseWriter, r *http.Request, methods string) {
+	h := w.Header()
+	h.Set("Allow", methods)
+	h.Add("Vary", "Access-Control-Request-Method")
+	h.Add("Vary", "Access-Control-Request-Headers")
+	if h.Get("Access-Control-Allow-Origin") != "" && r.Header.Get("Access-Control-Request-Method") != "" {
+		h.Set("Access-Control-Allow-Methods", methods)
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		h.Set("Access-Control-Max-Age", corsMaxAge)
+		h.Del("Access-Control-Expose-Headers") // for actual answers only
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// issuerOrigin is the origin of the service itself.
+func (s *Server) issuerOrigin() string {
+	scheme, rest, _ := strings.Cut(s.issuer, "://")
+	host, _, _ := strings.Cut(rest, "/")
+	return strings.ToLower(scheme + "://" + host)
+}
+
+// withCORS wraps a route's handlers in corsUnion and adds its preflight (OPTIONS).
+func (s *Server) withCORS(methods map[string]http.HandlerFunc) map[string]http.HandlerFunc {
+	names := make([]string, 0, len(methods)+1)
+	for m := range methods {
+		names = append(names, m)
+	}
+	names = append(names, http.MethodOptions)
+	slices.Sort(names)
+	allow := strings.Join(names, ", ")
+	out := make(map[string]http.HandlerFunc, len(methods)+1)
+	for m, h := range methods {
+		out[m] = s.corsUnion(allow, h)
+	}
+	out[http.MethodOptions] = s.corsUnion(allow, nil)
+	return out
+}
+
+// requestClientID is the client id a token, revocation or introspection request
+// names: its Basic user, else its form's client_id.
+func requestClientID(r *http.Request, params url.Values) string {
+	if id, _, ok := r.BasicAuth(); ok {
+		if id, err := url.QueryUnescape(id); err == nil {
+			return id
+		}
+		return ""
+	}
+	return params.Get("client_id")
+}
