@@ -8,6 +8,7 @@ import (
 // at {issuer}/.well-known/openid-configuration. Its fields are in the order of their
 // names, as the edge has always written them.
 type Discovery struct {
+	ACRValuesSupported                         []string `json:"acr_values_supported"`
 	AuthorizationEndpoint                      string   `json:"authorization_endpoint"`
 	AuthorizationResponseISSParameterSupported bool     `json:"authorization_response_iss_parameter_supported"` // RFC 9207: iss on every authorization response
 	ClaimsParameterSupported                   bool     `json:"claims_parameter_supported"`
@@ -43,6 +44,7 @@ func (s *Service) Discovery() *Discovery {
 	iss := s.issuer
 	return &Discovery{
 		Issuer:                iss,
+		ACRValuesSupported:    []string{ACRPalm},
 		AuthorizationEndpoint: iss + "/authorize",
 		TokenEndpoint:         iss + "/token",
 		UserinfoEndpoint:      iss + "/userinfo",
@@ -57,7 +59,7 @@ func (s *Service) Discovery() *Discovery {
 		SubjectTypesSupported:                      []string{"pairwise"},
 		IDTokenSigningAlgValuesSupported:           slices.Clone(IDTokenAlgs),
 		ScopesSupported:                            []string{ScopeOpenID, ScopeOfflineAccess},
-		ClaimsSupported:                            []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid"},
+		ClaimsSupported:                            []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "acr", "amr", "azp", "sid"},
 		TokenEndpointAuthMethodsSupported:          clientAuthMethods,
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		PromptValuesSupported:                      slices.Clone(promptValues),

@@ -70,6 +70,7 @@ type IDClaims struct {
 	jwt.RegisteredClaims
 	AuthTime int64    `json:"auth_time"`
 	Nonce    string   `json:"nonce,omitempty"`
+	ACR      string   `json:"acr,omitempty"`
 	AMR      []string `json:"amr"`
 	AZP      string   `json:"azp,omitempty"`
 	GrantID  string   `json:"sid,omitempty"`
@@ -468,7 +469,7 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
 		},
-		AuthTime: authTime.Unix(), Nonce: nonce, AMR: []string{"palm"}, AZP: clientID, GrantID: grantID,
+		AuthTime: authTime.Unix(), Nonce: nonce, ACR: ACRPalm, AMR: []string{AMRPalm}, AZP: clientID, GrantID: grantID,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("signing ID token: %w", err)
