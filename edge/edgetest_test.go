@@ -136,6 +136,8 @@ type envOptions struct {
 	noDev     bool
 	// maxPending caps pending palm challenges per purpose (palm.Config.MaxPending).
 	maxPending map[palm.Purpose]int
+	// ssoSession is oidc.Config.SSOSession (zero: off).
+	ssoSession time.Duration
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -186,6 +188,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 			RedirectURIs: []string{testRedirect}, PostLogoutRedirectURIs: []string{testPostLogout},
 			Scopes: []string{"openid", "offline_access", "orders"},
 		}},
+		SSOSession: o.ssoSession,
 	})
 	if err != nil {
 		t.Fatalf("oidc.NewService: %v", err)
