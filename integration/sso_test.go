@@ -120,8 +120,8 @@ func (b *browser) silent(t *testing.T, issuer string, c oidcClient, params ...st
 }
 
 var (
-	consentCSRFRE      = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
-	consentIDRE = regexp.MustCompile(`name="auth_request_id" value="([^"]+)"`)
+	consentCSRFRE = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+	consentIDRE   = regexp.MustCompile(`name="auth_request_id" value="([^"]+)"`)
 )
 
 // consentForm reads the consent page of request id: the form's fields.
