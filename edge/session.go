@@ -30,6 +30,9 @@ type consentPageData struct {
 	Open                 bool
 	AuthRequestID, Token string
 	CSPNonce             string
+	// RedirectURI is where the form's answer redirects: the CSP's form-action
+	// must admit its origin too, or browsers block the redirect after the POST.
+	RedirectURI string
 }
 
 // sessionCookieName is the SSO session's cookie.
@@ -82,7 +85,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))
 	}
 	s.renderConsentPage(w, r, http.StatusOK, consentPageData{Title: "Allow access?", Lines: lines, Open: true,
-		AuthRequestID: st.Request.ID, Token: st.Token})
+		AuthRequestID: st.Request.ID, Token: st.Token, RedirectURI: st.Request.RedirectURI})
 }
 
 // handleConsent takes the consent form: the code (or access_denied) goes back to
@@ -131,7 +134,8 @@ func (s *Server) writeConsentError(w http.ResponseWriter, r *http.Request, err e
 }
 
 // renderConsentPage writes the consent page with a strict Content-Security-Policy:
-// no script, the inline style by nonce, forms only to this origin, never framed.
+// no script, the inline style by nonce, forms only to this origin (and the
+// redirect after the POST only to the client's redirect_uri's), never framed.
 func (s *Server) renderConsentPage(w http.ResponseWriter, r *http.Request, status int, d consentPageData) {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand never fails on supported platforms
@@ -139,7 +143,11 @@ func (s *Server) renderConsentPage(w http.ResponseWriter, r *http.Request, statu
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.CSPNonce+"'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	formAction := "'self'"
+	if d.RedirectURI != "" {
+		formAction += " " + formActionSource(d.RedirectURI)
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.CSPNonce+"'; form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")

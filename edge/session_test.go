@@ -86,6 +86,11 @@ func TestSSOSessionCookieAndConsentPage(t *testing.T) {
 	if page.Header().Get("X-Frame-Options") != "DENY" || !strings.Contains(page.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 		t.Errorf("consent page headers %v: want never framed", page.Header())
 	}
+	// The form's answer is a redirect to the client: form-action must admit its
+	// origin, or browsers block the redirect after the POST.
+	if csp := page.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' https://app.example.com;") {
+		t.Errorf("consent page CSP %q, want form-action 'self' and the redirect_uri's origin", csp)
+	}
 	m := consentTokenRE.FindStringSubmatch(page.Body.String())
 	if m == nil {
 		t.Fatalf("consent page without its token:\n%s", page.Body)
