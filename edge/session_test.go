@@ -91,6 +91,11 @@ func TestSSOSessionCookieAndConsentPage(t *testing.T) {
 	if csp := page.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' https://app.example.com;") {
 		t.Errorf("consent page CSP %q, want form-action 'self' and the redirect_uri's origin", csp)
 	}
+	// The login page of a request the session answers has no scan: 400, not 500.
+	for _, accept := range []string{"text/html", "application/json"} {
+		w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + reqID, header: http.Header{"Accept": {accept}}, cookies: []*http.Cookie{sess, login}})
+		wantOAuthError(t, w, http.StatusBadRequest, "invalid_request")
+	}
 	m := consentTokenRE.FindStringSubmatch(page.Body.String())
 	if m == nil {
 		t.Fatalf("consent page without its token:\n%s", page.Body)

@@ -377,6 +377,9 @@ func (s *Service) Login(ctx context.Context, id, binding string, renew bool) (*L
 		if st.Request, err = getAuthRequest(txn, id); err != nil {
 			return err
 		}
+		if st.Request.ChallengeID == "" { // answered by the SSO session: no scan, no login page
+			return oauthError(ErrInvalidRequest, "this authorization request has no palm scan; its page is the consent page")
+		}
 		st.Challenge, err = palm.GetChallenge(txn, st.Request.ChallengeID)
 		return err
 	})

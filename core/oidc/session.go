@@ -44,16 +44,11 @@ const ACRPalm = "urn:palmgate:acr:palm"
 // a palm scan verified by a trusted palm engine.
 const AMRPalm = "palm"
 
-// More OAuth codes of authorization refusals (OIDC Core 3.1.2.6).
-const (
-	ErrConsentRequired     = "consent_required"
-	ErrInteractionRequired = "interaction_required"
-)
+// ErrConsentRequired refuses prompt=none when the person has not consented to the
+// scopes for the client (OIDC Core 3.1.2.6).
+const ErrConsentRequired = "consent_required"
 
-func init() {
-	oauthCodes[ErrConsentRequired] = true
-	oauthCodes[ErrInteractionRequired] = true
-}
+func init() { oauthCodes[ErrConsentRequired] = true }
 
 // RequestConsent is the state of an authorization request answered by the SSO
 // session that waits for the person's consent.
