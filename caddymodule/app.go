@@ -94,6 +94,13 @@ type App struct {
 	// of its palm challenge). Default: 15m.
 	RegistrationSessionTTL caddy.Duration `json:"registration_session_ttl,omitempty"`
 
+	// SSOSession turns on the single sign-on session: a palm scan at login signs
+	// the browser in to palmgate for this long (absolute, from the scan), and
+	// within it authorization requests get a code without a scan, after a one-click
+	// consent the first time an application asks for a set of scopes. Logout ends
+	// it on every instance. Default: off (0): every login scans.
+	SSOSession caddy.Duration `json:"sso_session,omitempty"`
+
 	// ChallengeMaxAge is how far an agent challenge's timestamp may be from the
 	// server's clock, in either direction. Default: 5m.
 	ChallengeMaxAge caddy.Duration `json:"challenge_max_age,omitempty"`
@@ -284,6 +291,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		RefreshTTL: time.Duration(a.RefreshTokenTTL),
 		CodeTTL:    time.Duration(a.AuthCodeTTL),
 		Events:     events,
+		SSOSession: time.Duration(a.SSOSession),
 	})
 	if err != nil {
 		return err
@@ -368,6 +376,9 @@ func (a *App) Validate() error {
 		if d < caddy.Duration(time.Second) {
 			return fmt.Errorf("%s: must be at least 1s, got %s", name, time.Duration(d))
 		}
+	}
+	if a.SSOSession != 0 && a.SSOSession < caddy.Duration(time.Minute) {
+		return fmt.Errorf("sso_session: must be at least 1m, or off, got %s", time.Duration(a.SSOSession))
 	}
 	if a.MaxPendingLogins < -1 || a.MaxPendingRegistrations < -1 {
 		return errors.New("max_pending_logins, max_pending_registrations: must be at least 1, or -1 (off)")

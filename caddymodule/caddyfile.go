@@ -44,6 +44,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		rate_limit <requests> <window> | off
 //		registration_session_ttl <duration>
 //		challenge_max_age <duration>
+//		sso_session <duration> | off
 //		max_pending_logins <n> | off [{ per_network <n> | off }]
 //		max_pending_registrations <n> | off [{ per_network <n> | off }]
 //		client <client_id> {
@@ -105,6 +106,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.PalmAttestors = append(a.PalmAttestors, PalmAttestor{Name: args[0], PublicKey: args[1]})
 		case "pairwise_secret":
 			if err := singleArg(d, &a.PairwiseSecret); err != nil {
+				return err
+			}
+		case "sso_session":
+			if err := parseSSOSession(d, &a.SSOSession); err != nil {
 				return err
 			}
 		case "rate_limit":
@@ -267,6 +272,24 @@ func parseDuration(d *caddyfile.Dispenser, target *caddy.Duration) error {
 	dur, err := caddy.ParseDuration(s)
 	if err != nil {
 		return d.Errf("%s: %q is not a duration: %v", option, s, err)
+	}
+	*target = caddy.Duration(dur)
+	return nil
+}
+
+// parseSSOSession reads `sso_session <duration>` or `sso_session off` (0).
+func parseSSOSession(d *caddyfile.Dispenser, target *caddy.Duration) error {
+	var s string
+	if err := singleArg(d, &s); err != nil {
+		return err
+	}
+	if s == "off" {
+		*target = 0
+		return nil
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return d.Errf("sso_session: %q is not a positive duration or off", s)
 	}
 	*target = caddy.Duration(dur)
 	return nil

@@ -63,7 +63,8 @@ func (s *Server) setLoginCookie(w http.ResponseWriter, id, binding string, maxAg
 
 // browserOf describes the browser of r for the person's app.
 func (s *Server) browserOf(r *http.Request, binding string) oidc.Browser {
-	return oidc.Browser{Binding: binding, IP: s.clientIP(r), Summary: userAgentSummary(r.UserAgent()), Address: s.limiter.address(r)}
+	return oidc.Browser{Binding: binding, IP: s.clientIP(r), Summary: userAgentSummary(r.UserAgent()), Address: s.limiter.address(r),
+		Session: s.sessionID(r)}
 }
 
 // userAgentSummary says in a few words what browser and system a User-Agent

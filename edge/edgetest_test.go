@@ -138,6 +138,8 @@ type envOptions struct {
 	maxPending map[palm.Purpose]int
 	// clients are configured besides the test client.
 	clients []oidc.Client
+	// ssoSession is oidc.Config.SSOSession (zero: off).
+	ssoSession time.Duration
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -188,6 +190,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 			RedirectURIs: []string{testRedirect}, PostLogoutRedirectURIs: []string{testPostLogout},
 			Scopes: []string{"openid", "offline_access", "orders"},
 		}}, o.clients...),
+		SSOSession: o.ssoSession,
 	})
 	if err != nil {
 		t.Fatalf("oidc.NewService: %v", err)

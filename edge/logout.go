@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"html/template"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -36,12 +37,20 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		out, err = s.oidc.EndSession(r.Context(), params)
 	}
+	var ended bool
+	if err == nil {
+		// The browser's SSO session ends with any valid logout request, on every
+		// instance (the store holds it); the cookie goes too.
+		if ended, err = s.oidc.EndSSOSession(r.Context(), s.sessionID(r)); err == nil && s.sessionID(r) != "" {
+			s.setSessionCookie(w, "", time.Time{})
+		}
+	}
 	if err != nil {
 		s.writeLogoutError(w, r, err)
 		return
 	}
 	if c := s.logger.Check(zap.DebugLevel, "palmgate logout"); c != nil {
-		c.Write(zap.String("client_id", out.ClientID), zap.Bool("revoked", out.GrantID != ""), zap.Bool("redirect", out.RedirectURI != ""))
+		c.Write(zap.String("client_id", out.ClientID), zap.Bool("revoked", out.GrantID != ""), zap.Bool("session_ended", ended), zap.Bool("redirect", out.RedirectURI != ""))
 	}
 	if u := out.URL(); u != "" {
 		w.Header().Set("Cache-Control", "no-store")
@@ -49,12 +58,17 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := signedOutPageData{Title: "You are signed out", StatusClass: "ok", Outcome: "You are signed out."}
-	if out.GrantID != "" {
+	switch {
+	case out.GrantID != "" && ended:
+		d.Lines = []string{"The application's sign-in has ended: its tokens no longer work.", "Your palmgate session in this browser has ended: the next sign-in asks for your palm.", "You can close this page."}
+	case out.GrantID != "":
 		d.Lines = []string{"The application's sign-in has ended: its tokens no longer work.", "You can close this page."}
-	} else {
-		// Without id_token_hint no sign-in can be named, and palmgate keeps no
-		// session of its own (every sign-in is a new palm scan): nothing to end here.
-		d.Lines = []string{"palmgate keeps no session in this browser: each sign-in is a new palm scan.", "You can close this page."}
+	case ended:
+		d.Lines = []string{"Your palmgate session in this browser has ended: the next sign-in asks for your palm.", "You can close this page."}
+	default:
+		// Without id_token_hint no sign-in can be named, and this browser holds no
+		// palmgate session: nothing to end here.
+		d.Lines = []string{"This browser holds no palmgate session: the next sign-in asks for your palm.", "You can close this page."}
 	}
 	s.renderSignedOutPage(w, r, http.StatusOK, d)
 }

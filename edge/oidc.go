@@ -100,7 +100,15 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.writeOAuthError(w, r, err)
 		return
 	}
+	if ar.Answer != nil { // the SSO session answered: no scan, no page
+		s.answerClient(w, r, ar.Answer)
+		return
+	}
 	s.setLoginCookie(w, ar.ID, binding, int(time.Until(ar.ExpiresAt.Add(palm.Grace)).Seconds()))
+	if ar.Status == oidc.RequestConsent {
+		http.Redirect(w, r, s.issuer+"/oauth2/consent?auth_request_id="+ar.ID, http.StatusFound)
+		return
+	}
 	http.Redirect(w, r, s.issuer+"/oauth2/verify?auth_request_id="+ar.ID, http.StatusFound)
 }
 
@@ -113,7 +121,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	head := r.Method == http.MethodHead
 	asJSON := wantsJSON(r)
 	binding := s.loginBinding(r, id)
-	step, err := s.oidc.LoginPage(r.Context(), id, binding, oidc.LoginOptions{Renew: !head, Finish: !head && !asJSON})
+	step, err := s.oidc.LoginPage(r.Context(), id, binding, oidc.LoginOptions{Renew: !head, Finish: !head && !asJSON, Session: s.sessionID(r)})
 	if err != nil {
 		s.writeOAuthError(w, r, err)
 		return
@@ -133,7 +141,11 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 			Outcome: "This sign-in was started in another browser. Finish it there, or start again from the application.",
 		})
 	case step.Redirect != nil:
-		s.setLoginCookie(w, id, "", -1) // the login is over
+		s.setLoginCookie(w, id, "", -1)
+		// A verified scan starts the browser's SSO session (sso_session on).
+		if step.Session != nil {
+			s.setSessionCookie(w, step.Session.ID, step.Session.ExpiresAt)
+		}
 		s.answerClient(w, r, step.Redirect)
 	default:
 		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, c.Request.SelfRegistered)})

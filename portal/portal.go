@@ -195,7 +195,10 @@ func (p *Portal) home(w http.ResponseWriter, r *http.Request) {
 }
 
 // login starts the sign-in: an authorization request of the portal client, with
-// state and PKCE, through the provider's own authorize endpoint.
+// state and PKCE, through the provider's own authorize endpoint. It asks for a
+// new palm scan (prompt=login) even within a single sign-on session: the portal
+// shows and rotates client secrets, which a browser left signed in must not give
+// away with one click.
 func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
 	st := loginState{State: randomString(16), Verifier: randomString(32), Expires: p.now().Add(loginTTL).Unix()}
 	p.setCookie(w, loginCookie, p.seal("login", st), loginTTL)
@@ -204,6 +207,7 @@ func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
 		"response_type": {"code"}, "client_id": {ClientID}, "redirect_uri": {RedirectURI(p.issuer)},
 		"scope": {oidc.ScopeOpenID}, "state": {st.State},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
+		"prompt": {"login"},
 	}
 	http.Redirect(w, r, p.issuer+"/oauth2/authorize?"+q.Encode(), http.StatusFound)
 }

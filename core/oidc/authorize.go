@@ -73,6 +73,16 @@ type AuthRequest struct {
 	// BrowserHash is the SHA-256 of the binding secret of the browser that made the
 	// request (its login cookie): only that browser sees the nonce or gets the code.
 	BrowserHash string `json:"browserHash"`
+	// SessionHash is the SHA-256 of the SSO session id that answered the request
+	// (no palm scan; see session.go); "" for a request a scan answers.
+	SessionHash string `json:"sessionHash,omitempty"`
+
+	// Answer, set by Authorize only, is the answer the SSO session gave at once
+	// (a code, no scan, no page): the edge sends it back to the client.
+	Answer *Redirect `json:"-"`
+	// prompt and maxAge are the request's prompt values and max_age (-1 without).
+	prompt []string
+	maxAge int
 }
 
 // Browser is what the edge knows of the browser that sends an authorization
@@ -87,6 +97,8 @@ type Browser struct {
 	// /64), which the per-network cap of pending logins counts the login under;
 	// "" when the edge counts no address (rate_limit off).
 	Address string
+	// Session is the id of the browser's SSO session (its cookie), "" without.
+	Session string
 }
 
 // MinBindingLen is the shortest binding secret Authorize accepts.
@@ -130,7 +142,11 @@ const (
 var ResponseModes = []string{ResponseModeQuery, ResponseModeFormPost}
 
 // Authorize validates an authorization request (its query or form parameters) from
-// browser, stores it with a fresh palm challenge, and returns it.
+// browser, stores it with a fresh palm challenge, and returns it. Within the
+// browser's SSO session (session.go) no challenge is made: the request comes back
+// answered (Answer: a code) or waiting for consent (Status RequestConsent).
+// prompt=none never waits: it is answered, or refused with login_required or
+// consent_required sent back to the client.
 //
 // Errors before the client and its redirect_uri are known good (a missing, unknown
 // or repeated client_id or redirect_uri, an unregistered redirect_uri) carry no
@@ -179,6 +195,9 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 			return nil, back
 		}
 		return nil, err
+	}
+	if done, err := s.authorizeInSession(ctx, ar, browser, back); done != nil || err != nil {
+		return done, err
 	}
 	now := s.now().UTC()
 	ar.ID, ar.Status, ar.ExpiresAt, ar.BrowserHash = uuid.NewString(), RequestPending, now.Add(s.loginTTL), bindingHash(browser.Binding)
@@ -264,7 +283,8 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	if challenge == "" && cl.public {
 		return nil, oauthError(ErrInvalidRequest, "code_challenge is required: a public client must use PKCE (S256)")
 	}
-	if err := checkMaxAge(params); err != nil {
+	maxAge, err := checkMaxAge(params)
+	if err != nil {
 		return nil, err
 	}
 	prompt := strings.Fields(params.Get("prompt"))
@@ -273,40 +293,39 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 			return nil, oauthError(ErrInvalidRequest, "prompt value %.40q is not supported", p)
 		}
 	}
-	if slices.Contains(prompt, "none") {
-		if len(prompt) > 1 {
-			return nil, oauthError(ErrInvalidRequest, "prompt=none cannot be combined with other values")
-		}
-		// Every login is a fresh palm scan: there is no session to answer silently.
-		return nil, oauthError(ErrLoginRequired, "a palm scan is required")
+	if slices.Contains(prompt, "none") && len(prompt) > 1 {
+		return nil, oauthError(ErrInvalidRequest, "prompt=none cannot be combined with other values")
 	}
 	return &AuthRequest{
 		ClientID: cl.id, RedirectURI: back.RedirectURI, Scopes: scopes, Resource: resource,
 		State: state, Nonce: nonce, CodeChallenge: challenge, ResponseMode: back.ResponseMode,
+		prompt: prompt, maxAge: maxAge,
 	}, nil
 }
 
-// promptValues are the prompt values palmgate accepts (OIDC Core 3.1.2.1). Every
-// login is a fresh palm scan, which is a login, a consent and an account choice:
-// login, consent and select_account are met as asked; none cannot be.
+// promptValues are the prompt values palmgate accepts (OIDC Core 3.1.2.1). A palm
+// scan is a login, a consent and an account choice: login forces a scan, consent
+// the consent page within an SSO session, select_account is met by any scan; none
+// is answered from the SSO session or refused (session.go).
 var promptValues = []string{"none", "login", "consent", "select_account"}
 
 // maxMaxAge bounds max_age (ten years of seconds): a larger number is not a
 // client's intent, and would overflow a duration.
 const maxMaxAge = 10 * 365 * 24 * 3600
 
-// checkMaxAge checks max_age (OIDC Core 3.1.2.1): a number of seconds. Every login
-// is a fresh palm scan (auth_time is the scan's), so any valid max_age is met.
-func checkMaxAge(params url.Values) error {
+// checkMaxAge checks max_age (OIDC Core 3.1.2.1): a number of seconds, or -1
+// without one. A fresh palm scan meets any; an SSO session only one its scan's
+// age is within (0 always asks for a new scan).
+func checkMaxAge(params url.Values) (int, error) {
 	raw := params.Get("max_age")
 	if raw == "" { // RFC 6749 3.1: a parameter without a value is as if omitted
-		return nil
+		return -1, nil
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 0 || n > maxMaxAge || len(raw) > 12 {
-		return oauthError(ErrInvalidRequest, "max_age %.20q is not a number of seconds", raw)
+		return 0, oauthError(ErrInvalidRequest, "max_age %.20q is not a number of seconds", raw)
 	}
-	return nil
+	return n, nil
 }
 
 func parseScopes(raw string) ([]string, error) {
@@ -373,6 +392,9 @@ func (s *Service) Login(ctx context.Context, id, binding string, renew bool) (*L
 		if st.Request, err = getAuthRequest(txn, id); err != nil {
 			return err
 		}
+		if st.Request.ChallengeID == "" { // answered by the SSO session: no scan, no login page
+			return oauthError(ErrInvalidRequest, "this authorization request has no palm scan; its page is the consent page")
+		}
 		st.Challenge, err = palm.GetChallenge(txn, st.Request.ChallengeID)
 		return err
 	})
@@ -436,14 +458,26 @@ func (r *Redirect) URL() string {
 // denied or expired. It answers once; a later call is an error. A pending login
 // returns (nil, nil).
 func (s *Service) Finish(ctx context.Context, id, binding string) (*Redirect, error) {
+	r, _, err := s.finish(ctx, id, binding, "")
+	return r, err
+}
+
+// finish is Finish that, for a verified login with sso_session on, also starts
+// the browser's SSO session (a new id, ending the one it held, old).
+func (s *Service) finish(ctx context.Context, id, binding, old string) (*Redirect, *Session, error) {
 	code, err := randomToken(codeBytes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	sessionID, err := randomToken(sessionIDBytes)
+	if err != nil {
+		return nil, nil, err
 	}
 	var redirect *Redirect
 	var answered event.Event // fn may run again: each run sets it anew
+	var session *Session
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		redirect, answered = nil, event.Event{}
+		redirect, answered, session = nil, event.Event{}, nil
 		ar, err := getAuthRequest(txn, id)
 		if err != nil {
 			return err
@@ -468,6 +502,11 @@ func (s *Service) Finish(ctx context.Context, id, binding string) (*Redirect, er
 				return err
 			}
 			redirect = &Redirect{URI: ar.RedirectURI, Code: code, State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}
+			if s.ssoTTL > 0 {
+				if session, err = s.startSession(txn, sessionID, old, ar); err != nil {
+					return err
+				}
+			}
 		default:
 			answered.Outcome = event.Denied
 			if st == palm.StatusExpired {
@@ -479,10 +518,13 @@ func (s *Service) Finish(ctx context.Context, id, binding string) (*Redirect, er
 		ar.Status = RequestAnswered
 		return s.putAuthRequest(txn, ar)
 	})
-	if err == nil && redirect != nil {
+	if err != nil {
+		return nil, nil, err
+	}
+	if redirect != nil {
 		s.events.Emit(ctx, answered)
 	}
-	return redirect, err
+	return redirect, session, nil
 }
 
 // outcome records the end of a login's palm challenge on its authorization request.

@@ -8,6 +8,7 @@ import (
 // at {issuer}/.well-known/openid-configuration. Its fields are in the order of their
 // names, as the edge has always written them.
 type Discovery struct {
+	ACRValuesSupported                         []string `json:"acr_values_supported"`
 	AuthorizationEndpoint                      string   `json:"authorization_endpoint"`
 	AuthorizationResponseISSParameterSupported bool     `json:"authorization_response_iss_parameter_supported"` // RFC 9207: iss on every authorization response
 	ClaimsParameterSupported                   bool     `json:"claims_parameter_supported"`
@@ -47,6 +48,7 @@ func (s *Service) Discovery() *Discovery {
 	iss := s.issuer
 	return &Discovery{
 		Issuer:                iss,
+		ACRValuesSupported:    []string{ACRPalm},
 		AuthorizationEndpoint: iss + "/authorize",
 		TokenEndpoint:         iss + "/token",
 		UserinfoEndpoint:      iss + "/userinfo",
@@ -61,7 +63,7 @@ func (s *Service) Discovery() *Discovery {
 		SubjectTypesSupported:                      []string{"pairwise"},
 		IDTokenSigningAlgValuesSupported:           slices.Clone(IDTokenAlgs),
 		ScopesSupported:                            slices.Concat([]string{ScopeOpenID, ScopeOfflineAccess}, StandardScopes),
-		ClaimsSupported:                            []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp", "sid", "preferred_username"},
+		ClaimsSupported:                            []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "acr", "amr", "azp", "sid", "preferred_username"},
 		TokenEndpointAuthMethodsSupported:          publicAuthMethods,
 		CodeChallengeMethodsSupported:              []string{"S256"},
 		PromptValuesSupported:                      slices.Clone(promptValues),

@@ -14,8 +14,11 @@ import "crypto/sha256"
 //	oidc/client-owner/{owner}   -> the owner's last created client id (serialises creates)
 //	oidc/client-secret-key      -> key of the dynamic clients' secret hashes
 //	oidc/cors-origin/{origin}/{clientId} -> "" (the dynamic clients' allowed origins, for CORS)
+//	oidc/sso/{sha256(id)}       -> SSO session (JSON), until it expires
+//	oidc/consent/{humanId}/{clientId} -> scopes the human consented to (JSON)
 //
-// Codes are stored by hash, so the store never holds a usable code.
+// Codes and SSO session ids are stored by hash, so the store never holds a usable
+// code or session.
 
 func authRequestKey(id string) []byte  { return []byte("oidc/ar/" + id) }
 func grantKey(id string) []byte        { return []byte("oidc/grant/" + id) }
@@ -39,4 +42,9 @@ func revokedKey(id string) []byte { return []byte("oidc/revoked/" + id) }
 func codeKey(code string) []byte {
 	sum := sha256.Sum256([]byte(code))
 	return append([]byte("oidc/code/"), sum[:]...)
+}
+
+func sessionKey(hash string) []byte { return []byte("oidc/sso/" + hash) }
+func consentKey(humanID, clientID string) []byte {
+	return []byte("oidc/consent/" + humanID + "/" + clientID)
 }

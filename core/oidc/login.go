@@ -13,6 +13,9 @@ type LoginStep struct {
 	// Redirect, when set, ends the login: the browser goes back to the client with
 	// a code or access_denied.
 	Redirect *Redirect
+	// Session, when set, is the SSO session the verified scan started: the
+	// browser's new session cookie.
+	Session *Session
 }
 
 // LoginOptions say what a look at the login page may change.
@@ -22,6 +25,9 @@ type LoginOptions struct {
 	// Finish answers a login whose challenge has ended (false for HEAD and for the
 	// page's JSON view, which only reports).
 	Finish bool
+	// Session is the SSO session id the browser holds (its cookie), which a
+	// verified scan ends as it starts a new one; "" for none.
+	Session string
 }
 
 // LoginPage is the login's state machine, for the browser presenting binding: an
@@ -39,7 +45,7 @@ func (s *Service) LoginPage(ctx context.Context, id, binding string, opt LoginOp
 	}
 	step := &LoginStep{State: st}
 	if st.Bound && opt.Finish && st.Challenge.Status != palm.StatusPending {
-		if step.Redirect, err = s.Finish(ctx, id, binding); err != nil {
+		if step.Redirect, step.Session, err = s.finish(ctx, id, binding, opt.Session); err != nil {
 			return nil, err
 		}
 	}

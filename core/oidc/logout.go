@@ -53,8 +53,8 @@ func (l *Logout) URL() string {
 // Logout 1.0): its parameters id_token_hint, client_id, post_logout_redirect_uri,
 // state (and ui_locales, logout_hint, which change nothing here).
 //
-// palmgate keeps no session of its own at the OP (every login is a fresh palm scan),
-// so logging out means ending the login the client holds: the grant named by the
+// Logging out ends the login the client holds (and the edge ends the browser's
+// SSO session, EndSSOSession): the grant named by the
 // hint's `sid` is revoked, its refresh family and its access tokens stop working.
 // A request without a hint cannot name a login: it revokes nothing (the caller
 // shows the signed-out page, or redirects when a client and a registered

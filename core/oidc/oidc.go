@@ -60,6 +60,9 @@ type Config struct {
 	// DevRedirects lets dynamic clients register http redirect URIs on any host
 	// (dev mode); otherwise http only for loopback hosts.
 	DevRedirects bool
+	// SSOSession is the lifetime of the single sign-on session a palm scan at
+	// login starts (session.go); zero means off: every login scans.
+	SSOSession time.Duration
 	// MaxClientsPerOwner bounds the dynamic clients of one owner (developer).
 	// Default: DefaultMaxClientsOwner.
 	MaxClientsPerOwner int
@@ -82,6 +85,7 @@ type Service struct {
 	refreshTTL     time.Duration
 	codeTTL        time.Duration
 	loginTTL       time.Duration
+	ssoTTL         time.Duration
 	refreshParser  *jwt.Parser
 	access         *bearer.Verifier
 	revocations    *revocations
@@ -109,6 +113,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		clients:        cl,
 		pairwiseSecret: secret,
 		accessTTL:      cfg.AccessTTL, refreshTTL: cfg.RefreshTTL, codeTTL: cfg.CodeTTL, loginTTL: cfg.LoginTTL,
+		ssoTTL:        cfg.SSOSession,
 		refreshParser: bearer.NewParser(issuer, keys.ES256, now),
 		events:        cfg.Events,
 	}

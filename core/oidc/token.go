@@ -71,6 +71,7 @@ type IDClaims struct {
 	jwt.RegisteredClaims
 	AuthTime int64    `json:"auth_time"`
 	Nonce    string   `json:"nonce,omitempty"`
+	ACR      string   `json:"acr,omitempty"`
 	AMR      []string `json:"amr"`
 	AZP      string   `json:"azp,omitempty"`
 	GrantID  string   `json:"sid,omitempty"`
@@ -496,7 +497,7 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 				Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
 				IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
 			},
-			AuthTime: authTime.Unix(), Nonce: nonce, AMR: []string{"palm"}, AZP: clientID, GrantID: grantID,
+			AuthTime: authTime.Unix(), Nonce: nonce, ACR: ACRPalm, AMR: []string{AMRPalm}, AZP: clientID, GrantID: grantID,
 			PreferredUsername: ProfileClaims(sub, scopes)["preferred_username"],
 		})
 		if err != nil {

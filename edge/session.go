@@ -1,0 +1,161 @@
+package edge
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/core/oidc"
+)
+
+// The single sign-on session's browser side (core/oidc/session.go has its rules):
+// one host-only cookie holding the random session id, HttpOnly, SameSite=Lax, and
+// on an https issuer Secure and `__Host-` prefixed (no other host or path can set
+// or shadow it). The consent page, in the style of the login page, asks the
+// person once per client and scope set; its form is POSTed with a CSRF token bound
+// to the login cookie of the pending request and to the session.
+
+var consentPage = template.Must(template.ParseFS(pageFiles, "pages/consent.html", "pages/base.html"))
+
+// consentPageData fills the consent page.
+type consentPageData struct {
+	Title, Outcome, StatusClass string
+	Lines                       []template.HTML
+	// Open shows the form (the browser that made the request, still pending).
+	Open                 bool
+	AuthRequestID, Token string
+	CSPNonce             string
+	// RedirectURI is where the form's answer redirects: the CSP's form-action
+	// must admit its origin too, or browsers block the redirect after the POST.
+	RedirectURI string
+}
+
+// sessionCookieName is the SSO session's cookie.
+func (s *Server) sessionCookieName() string {
+	if s.secureCookies() {
+		return "__Host-palmgate_session"
+	}
+	return "palmgate_session"
+}
+
+// sessionID returns the SSO session id the browser sent, or "" (core checks its
+// form again).
+func (s *Server) sessionID(r *http.Request) string {
+	c, err := r.Cookie(s.sessionCookieName())
+	if err != nil || len(c.Value) != 43 {
+		return ""
+	}
+	return c.Value
+}
+
+// setSessionCookie gives the browser session id until expires; "" clears it.
+func (s *Server) setSessionCookie(w http.ResponseWriter, id string, expires time.Time) {
+	maxAge := -1
+	if id != "" {
+		maxAge = max(int(time.Until(expires).Seconds()), 1)
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: s.sessionCookieName(), Value: id, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: s.secureCookies(), SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// handleConsentPage shows the consent form of an authorization request the SSO
+// session answered: the application's name and what it receives, Allow and Deny.
+// Only the browser that made the request (its login cookie) gets the form.
+func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("auth_request_id")
+	st, err := s.oidc.ConsentPage(r.Context(), id, s.loginBinding(r, id))
+	if err != nil {
+		s.writeConsentError(w, r, err)
+		return
+	}
+	if !st.Bound {
+		s.renderConsentPage(w, r, http.StatusForbidden, consentPageData{Title: "Allow access?", StatusClass: "bad",
+			Outcome: "This sign-in was started in another browser. Finish it there, or start again from the application."})
+		return
+	}
+	lines := []template.HTML{template.HTML("<b>" + template.HTMLEscapeString(st.ClientName) + "</b> asks to sign you in. It receives:")}
+	for _, words := range oidc.DescribeScopes(st.Request.Scopes) {
+		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))
+	}
+	s.renderConsentPage(w, r, http.StatusOK, consentPageData{Title: "Allow access?", Lines: lines, Open: true,
+		AuthRequestID: st.Request.ID, Token: st.Token, RedirectURI: st.Request.RedirectURI})
+}
+
+// handleConsent takes the consent form: the code (or access_denied) goes back to
+// the client. A form without its CSRF token, or from another browser, is refused
+// with a page (403) and changes nothing.
+func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
+	params, err := formParams(w, r)
+	if err != nil {
+		s.writeConsentError(w, r, err)
+		return
+	}
+	id := params.Get("auth_request_id")
+	allow := params.Get("decision") == "allow"
+	redirect, err := s.oidc.Consent(r.Context(), id, s.loginBinding(r, id), s.sessionID(r), params.Get("csrf_token"), allow)
+	if err != nil {
+		s.writeConsentError(w, r, err)
+		return
+	}
+	if c := s.logger.Check(zap.DebugLevel, "palmgate consent"); c != nil {
+		c.Write(zap.Bool("allowed", redirect.Code != ""))
+	}
+	s.setLoginCookie(w, id, "", -1) // the login is over
+	s.answerClient(w, r, redirect)
+}
+
+// writeConsentError is the page dialect's mapper for the consent page: the page
+// with the fault's status and message, 503 or 429 with Retry-After for a
+// temporary refusal, 500 for what is no fault (logged).
+func (s *Server) writeConsentError(w http.ResponseWriter, r *http.Request, err error) {
+	d := consentPageData{Title: "Sign-in refused", StatusClass: "bad"}
+	status := http.StatusInternalServerError
+	f, ok := fault.As(err)
+	switch {
+	case !ok || f.Class == fault.Internal:
+		s.logger.Error("palmgate consent failed", zap.Error(err))
+		d.Outcome = "internal server error"
+	case f.Class == fault.Unavailable || f.Class == fault.TooMany:
+		if f.RetryAfter > 0 {
+			setRetryAfter(w, f.RetryAfter)
+		}
+		status, d.Outcome = Status(f.Class), "palmgate is temporarily unavailable; try again shortly."
+	default:
+		status, d.Outcome = Status(f.Class), f.Message
+	}
+	s.renderConsentPage(w, r, status, d)
+}
+
+// renderConsentPage writes the consent page with a strict Content-Security-Policy:
+// no script, the inline style by nonce, forms only to this origin (and the
+// redirect after the POST only to the client's redirect_uri's), never framed.
+func (s *Server) renderConsentPage(w http.ResponseWriter, r *http.Request, status int, d consentPageData) {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce) // crypto/rand never fails on supported platforms
+	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	formAction := "'self'"
+	if d.RedirectURI != "" {
+		formAction += " " + formActionSource(d.RedirectURI)
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.CSPNonce+"'; form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if err := consentPage.Execute(w, d); err != nil {
+		s.logger.Debug("writing consent page", zap.Error(err))
+	}
+}
