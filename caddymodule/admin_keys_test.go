@@ -14,6 +14,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/palmgate/palmgate/core/event"
+	"github.com/palmgate/palmgate/core/event/eventtest"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/internal/clocktest"
 	"github.com/palmgate/palmgate/internal/keystest"
@@ -104,5 +106,25 @@ func TestAdminRotateStoreDown(t *testing.T) {
 	}
 	if a.keys.Active(keys.RS256).ID != before {
 		t.Error("the failed rotation changed the active key")
+	}
+}
+
+// TestRotationEvents: a rotation through the admin API is one KeysRotated event
+// (manual), after its commit; a failed one is none.
+func TestRotationEvents(t *testing.T) {
+	store := &downStore{Store: memstore.New()}
+	a := keysApp(t, store, clocktest.New(time.Now()), 0)
+	var rec eventtest.Recorder
+	a.events = rec.Sink()
+	if err := a.rotateKeys(httptest.NewRecorder(), httptest.NewRequest("POST", "/palmgate/keys/rotate", nil), keys.Algorithms); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Take(); len(got) != 1 || got[0] != (event.Event{Kind: event.KeysRotated, Outcome: event.Manual}) {
+		t.Errorf("events = %+v, want one manual KeysRotated", got)
+	}
+	store.down.Store(true)
+	_ = a.rotateKeys(httptest.NewRecorder(), httptest.NewRequest("POST", "/palmgate/keys/rotate", nil), keys.Algorithms)
+	if got := rec.Take(); len(got) != 0 {
+		t.Errorf("a failed rotation emitted %+v", got)
 	}
 }
