@@ -318,8 +318,11 @@ func TestSweep(t *testing.T) {
 		}
 		return n
 	}
-	if n := rows(); n != expiring+2*kept {
-		t.Fatalf("%d rows after the writes, want %d", n, expiring+2*kept)
+	// The expiring rows live 100 ms: on a busy machine the sweeper may have taken
+	// some or all of them before this count, so it is bounded, not exact; the sum
+	// of the sweeper's batches below proves that every one was written and swept.
+	if n := rows(); n < 2*kept || n > expiring+2*kept {
+		t.Fatalf("%d rows after the writes, want %d to %d", n, 2*kept, expiring+2*kept)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for rows() != 2*kept {
