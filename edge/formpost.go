@@ -54,13 +54,29 @@ func (s *Server) answerClient(w http.ResponseWriter, r *http.Request, redirect *
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src "+formPostScriptHash+"; form-action "+formActionSource(redirect.URI)+"; base-uri 'none'; frame-ancestors 'none'")
+	ancestors := frameAncestorSource(redirect.URI)
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src "+formPostScriptHash+"; form-action "+formActionSource(redirect.URI)+"; base-uri 'none'; frame-ancestors "+ancestors)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
+	if ancestors == "'none'" {
+		h.Set("X-Frame-Options", "DENY") // it cannot name an origin: set only when no frame may load the page
+	}
 	h.Set("Referrer-Policy", "no-referrer")
 	if err := formPostPage.Execute(w, data); err != nil {
 		s.logger.Debug("writing form_post page")
 	}
+}
+
+// frameAncestorSource is the CSP frame-ancestors source of the form_post page
+// that answers redirect URI uri: uri's origin when it is http(s), else 'none'.
+// The page is the answer to prompt=none too, which applications load in a hidden
+// iframe of their own page (silent renewal): only the client's own origin may
+// frame it: it receives the code anyway, and the page only posts it there.
+func frameAncestorSource(uri string) string {
+	u, err := url.Parse(uri) // validated at configuration
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "'none'"
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // formActionSource is the CSP source that admits a form POSTed to uri: its origin

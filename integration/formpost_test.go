@@ -26,7 +26,8 @@ var (
 // expectFormPost checks a form_post answer (OAuth 2.0 Form Post Response Mode): a
 // 200 HTML page, not cached, whose form POSTs to redirectURI, whose only script
 // is admitted by its exact hash and whose CSP lets the form go to the
-// redirect_uri's origin only; it returns the form's fields.
+// redirect_uri's origin only, and only that origin frame the page (silent
+// renewal in a hidden iframe); it returns the form's fields.
 func expectFormPost(t *testing.T, resp *testserver.Response, redirectURI string) url.Values {
 	t.Helper()
 	if resp.Status != http.StatusOK || resp.Header.Get("Location") != "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
@@ -56,7 +57,7 @@ func expectFormPost(t *testing.T, resp *testserver.Response, redirectURI string)
 		"default-src 'none'",
 		"script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'",
 		"form-action " + u.Scheme + "://" + u.Host,
-		"frame-ancestors 'none'",
+		"frame-ancestors " + u.Scheme + "://" + u.Host, // the client's hidden iframe (prompt=none) only
 	} {
 		if !strings.Contains(csp, want) {
 			t.Errorf("%s: Content-Security-Policy %q lacks %q", resp.Request, csp, want)

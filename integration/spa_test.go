@@ -19,7 +19,8 @@ import (
 
 // spaServer serves integration/rp/spa (the page, app.js and the oidc-client-ts
 // ES modules from its npm ci'd node_modules) on its own origin, with
-// /config.json naming the issuer and client.
+// /config.json naming the issuer and client (and, for TestSPASilentRenewal, the
+// scope and the flow).
 func spaServer(t *testing.T, config func() map[string]string) *httptest.Server {
 	t.Helper()
 	dir, err := filepath.Abs("rp/spa")
@@ -32,7 +33,7 @@ func spaServer(t *testing.T, config func() map[string]string) *httptest.Server {
 		case r.URL.Path == "/config.json":
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(config())
-		case r.URL.Path == "/" || r.URL.Path == "/callback":
+		case r.URL.Path == "/" || r.URL.Path == "/callback" || r.URL.Path == "/silent" || r.URL.Path == "/signedout":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			b, _ := os.ReadFile(filepath.Join(dir, "index.html"))
 			_, _ = w.Write(b)
@@ -105,7 +106,9 @@ func (c *corsSeen) take() []string {
 // PKCE (a simulated palm scan), calls userinfo across origins, renews with its
 // rotating refresh token (signinSilent), and sees its rotated-out refresh token
 // refused; the same app served from an origin palmgate does not allow cannot even
-// read discovery: the browser got no Access-Control-Allow-Origin.
+// read discovery: the browser got no Access-Control-Allow-Origin. (Its origin is
+// same-site with palmgate's; TestSPACrossSiteRenewal renews from another site,
+// TestSPASilentRenewal in a hidden iframe.)
 func TestSPAPublicClient(t *testing.T) {
 	t.Parallel()
 	tooltest.Chromium.Need(t) // before any server starts
