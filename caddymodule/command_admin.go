@@ -94,12 +94,14 @@ func adminAPIResponse(fs caddycmd.Flags, method, path string, body any, want str
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()
-		var e struct {
-			Error string `json:"error"`
-		}
+		// Caddy's admin API answers an error as {"error": "..."} (caddy.APIError),
+		// and nothing more: a site's JSON error has other members too.
+		var e map[string]any
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if mediaType == "application/json" && json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return nil, errors.New(adminMessage(e.Error))
+		if mediaType == "application/json" && json.Unmarshal(b, &e) == nil && len(e) == 1 {
+			if msg, ok := e["error"].(string); ok && msg != "" {
+				return nil, errors.New(adminMessage(msg))
+			}
 		}
 		return nil, notAdmin(source, resp.StatusCode, mediaType)
 	}
