@@ -13,10 +13,17 @@ BENCHFLAGS ?=
 build:
 	$(GO) build -o $(BIN) ./cmd/caddy
 
-## run: build and start the example (dev mode) on http://localhost:8080, data in ./data
+# run's ports: the site (http://localhost:$(PORT)) and Caddy's admin API.
+PORT       ?= 8080
+ADMIN_PORT ?= 2019
+
+## run: build and start the example (dev mode) on http://localhost:$(PORT), on loopback
+## only (127.0.0.1), admin API on localhost:$(ADMIN_PORT), data in ./data;
+## `make run PORT=9080 ADMIN_PORT=9019` for other ports
 run: build
 	mkdir -p data
-	$(BIN) run --config Caddyfile.example --adapter caddyfile
+	@echo "palmgate (dev mode, loopback only): log in at http://localhost:$(PORT)/demo, the portal at http://localhost:$(PORT)/portal, the admin API at localhost:$(ADMIN_PORT)"
+	PALMGATE_PORT=$(PORT) PALMGATE_ADMIN_PORT=$(ADMIN_PORT) $(BIN) run --config Caddyfile.example --adapter caddyfile
 
 ## test: vet, then every test, the integration tests against the binary built here;
 ## PostgreSQL tests run on a private throwaway cluster (initdb on PATH or under

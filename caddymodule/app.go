@@ -469,6 +469,7 @@ func (a *App) Start() error {
 	wg.Go(func() { a.keyMaintenance(ctx) })
 	a.stopWatch = func() { cancel(); wg.Wait() }
 	a.logger.Info("palmgate started", zap.String("version", Version()), zap.String("issuer", a.Issuer))
+	a.warnDevExposure()
 	storeMetrics().apps.started(a)
 	return nil
 }

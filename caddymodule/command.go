@@ -61,7 +61,7 @@ API, autosave.json) never holds the secret in clear.
 			}
 			hash.Flags().StringP("plaintext", "p", "", "The secret to hash")
 			hash.Flags().StringP("algorithm", "a", "argon2id", "Hash algorithm: argon2id or sha256")
-			hash.RunE = caddycmd.WrapCommandFuncForCobra(cmdHashSecret)
+			hash.RunE = plainCommand(cmdHashSecret)
 			cmd.AddCommand(hash)
 			cmd.AddCommand(newMigrateCommand())
 			addClientCommands(cmd)
@@ -70,6 +70,7 @@ API, autosave.json) never holds the secret in clear.
 			addBackupCommands(cmd)
 			addAgentCommands(cmd)
 			addKeysCommands(cmd)
+			plainTree(cmd)
 		},
 	})
 }

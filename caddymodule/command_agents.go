@@ -35,7 +35,7 @@ Takes --address (the admin API's address, if not the default), or --config and
 		Args: cobra.ExactArgs(1),
 	}
 	adminFlags(remove)
-	remove.RunE = caddycmd.WrapCommandFuncForCobra(runRemoveAgent)
+	remove.RunE = plainCommand(runRemoveAgent)
 	agentCmd.AddCommand(remove)
 	parent.AddCommand(agentCmd)
 }
@@ -53,6 +53,6 @@ func runRemoveAgent(fs caddycmd.Flags) (int, error) {
 	if err := json.Unmarshal(out, &removed); err != nil {
 		return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding the admin API's answer: %v", err)
 	}
-	fmt.Printf("removed agent %s (human %s, registered %s)\n", removed.DeviceID, removed.HumanID, removed.RegisteredAt.Format())
+	fmt.Printf("removed agent %s (human %s, registered %s)\n", removed.DeviceID, removed.HumanID, cliTime(removed.RegisteredAt.Format()))
 	return caddy.ExitCodeSuccess, nil
 }

@@ -67,7 +67,7 @@ Takes --address (the admin API's address, if not the default), or --config and
 	adminFlags(backup)
 	backup.Flags().String("to", "", "The file to save the backup to")
 	backup.Flags().String("key-file", "", "A file holding a key to authenticate the backup with (HMAC-SHA256)")
-	backup.RunE = caddycmd.WrapCommandFuncForCobra(runBackup)
+	backup.RunE = plainCommand(runBackup)
 	parent.AddCommand(backup)
 	parent.AddCommand(newRestoreCommand())
 }
@@ -165,9 +165,9 @@ func saveBackup(fs caddycmd.Flags, to string, b storage.Backup) (storage.BackupS
 	}
 	done := false
 	defer func() { cleanup(done) }()
-	resp, err := adminAPIResponse(fs, "GET", "/palmgate/backup", nil)
+	resp, err := adminAPIResponse(fs, "GET", "/palmgate/backup", nil, "application/octet-stream")
 	if err != nil {
-		return sum, fmt.Errorf("taking the backup: %w", err)
+		return sum, err // it names the admin API's address and the fix
 	}
 	defer resp.Body.Close()
 	if _, err := io.Copy(tmp, resp.Body); err != nil {
@@ -267,7 +267,7 @@ expired since the backup are left out.
 		DisableFlagParsing: true,
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return caddycmd.WrapCommandFuncForCobra(func(caddycmd.Flags) (int, error) {
+		return plainCommand(func(caddycmd.Flags) (int, error) {
 			a, help, err := parseRestoreArgs(args)
 			if help {
 				return caddy.ExitCodeSuccess, cmd.Help()

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -31,7 +32,7 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 	}
 	common := func(c *cobra.Command) *cobra.Command {
 		adminFlags(c)
-		c.RunE = caddycmd.WrapCommandFuncForCobra(func(fs caddycmd.Flags) (int, error) { return runClientCommand(c.Name(), fs) })
+		c.RunE = plainCommand(func(fs caddycmd.Flags) (int, error) { return runClientCommand(c.Name(), fs) })
 		client.AddCommand(c)
 		return c
 	}
@@ -100,6 +101,9 @@ func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
 	var method, path string
 	switch name {
 	case "add":
+		if err := requireClientFlags(fs); err != nil {
+			return caddy.ExitCodeFailedStartup, err
+		}
 		method, path = http.MethodPost, "/palmgate/clients"
 		body["name"], body["redirect_uris"] = fs.String("name"), stringArray(fs, "redirect-uri")
 		if s := fs.String("sector"); s != "" {
@@ -125,6 +129,9 @@ func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
 		}
 		logoutBody(fs, body)
 	case "rotate-secret":
+		if _, err := caddy.ParseDuration(fs.String("grace")); err != nil {
+			return caddy.ExitCodeFailedStartup, fmt.Errorf("--grace %q: not a duration; give one such as 24h, 90m or 0s (0s: the current secret stops at once)", fs.String("grace"))
+		}
 		method, path = http.MethodPost, "/palmgate/clients/"+id+"/rotate-secret"
 		body["grace"] = fs.String("grace")
 	case "remove":
@@ -227,7 +234,19 @@ func printClients(out []byte, list bool) (int, error) {
 		fmt.Fprintln(tw, "current secret works\tuntil rotated")
 	}
 	if c.PreviousExpiry != "" { // only while it works
-		fmt.Fprintf(tw, "previous secret works until\t%s\n", c.PreviousExpiry)
+		fmt.Fprintf(tw, "previous secret works until\t%s\n", cliTime(c.PreviousExpiry))
 	}
 	return caddy.ExitCodeSuccess, tw.Flush()
+}
+
+// requireClientFlags checks that `client add` was given the flags a client needs,
+// naming the missing flag (the admin API would name its JSON field).
+func requireClientFlags(fs caddycmd.Flags) error {
+	switch {
+	case strings.TrimSpace(fs.String("name")) == "":
+		return errors.New("--name is required: the application's name, which the login page shows (such as --name \"My App\")")
+	case len(stringArray(fs, "redirect-uri")) == 0:
+		return errors.New("--redirect-uri is required: where the login returns to the application (such as --redirect-uri https://app.example.com/callback; repeat it for several)")
+	}
+	return nil
 }

@@ -31,12 +31,12 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 	}
 	list := &cobra.Command{Use: "list", Short: "Lists the signing keys: active or retired, and when each rotates or drops", Args: cobra.NoArgs}
 	adminFlags(list)
-	list.RunE = caddycmd.WrapCommandFuncForCobra(runKeysList)
+	list.RunE = plainCommand(runKeysList)
 	rotate := &cobra.Command{Use: "rotate [--alg RS256|ES256|EdDSA]",
 		Short: "Makes new signing keys active (every algorithm, or --alg's); the old ones are retired", Args: cobra.NoArgs}
 	adminFlags(rotate)
 	rotate.Flags().String("alg", "", "Rotate only this algorithm's key: RS256, ES256 or EdDSA")
-	rotate.RunE = caddycmd.WrapCommandFuncForCobra(runKeysRotate)
+	rotate.RunE = plainCommand(runKeysRotate)
 	keysCmd.AddCommand(list, rotate)
 	parent.AddCommand(keysCmd)
 }

@@ -35,7 +35,7 @@ Takes --address (the admin API's address, if not the default), or --config and
 		Args: cobra.ExactArgs(1),
 	}
 	adminFlags(end)
-	end.RunE = caddycmd.WrapCommandFuncForCobra(runEndSessions)
+	end.RunE = plainCommand(runEndSessions)
 	portalCmd.AddCommand(end)
 	parent.AddCommand(portalCmd)
 }

@@ -79,19 +79,6 @@ person said no); it needs no key.
 	parent.AddCommand(scan)
 }
 
-// plainErrors runs a command whose errors are one plain line on stderr (the
-// command's name, then what is wrong and how to fix it), rather than a log entry.
-func plainErrors(run func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		err := run(cmd, args)
-		if err != nil {
-			cmd.SilenceErrors, cmd.SilenceUsage = true, true
-			fmt.Fprintf(os.Stderr, "caddy palmgate %s: %v\n", cmd.Name(), err)
-		}
-		return err
-	}
-}
-
 func runKeygen(cmd *cobra.Command, _ []string) error {
 	p256, _ := cmd.Flags().GetBool("p256")
 	out, _ := cmd.Flags().GetString("out")
@@ -291,7 +278,7 @@ func printAsked(w io.Writer, c scanChallenge) {
 	if at := time.Time(r.RequestedAt); !at.IsZero() {
 		fmt.Fprintf(w, "  requested at %s\n", at.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintf(w, "  challenge %s: %s, expires at %s\n", c.ChallengeID, c.Status, c.ExpiresAt)
+	fmt.Fprintf(w, "  challenge %s: %s, expires at %s\n", c.ChallengeID, c.Status, cliTime(c.ExpiresAt))
 }
 
 func orUnknown(s string) string {

@@ -64,7 +64,7 @@ stores are compared is left out of the comparison (see the README).
 		DisableFlagParsing: true,
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return caddycmd.WrapCommandFuncForCobra(func(caddycmd.Flags) (int, error) {
+		return plainCommand(func(caddycmd.Flags) (int, error) {
 			from, to, help, err := parseMigrateArgs(args)
 			if help {
 				return caddy.ExitCodeSuccess, cmd.Help()

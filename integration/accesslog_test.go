@@ -22,10 +22,10 @@ func exampleCaddyfile(t *testing.T) string {
 	}
 	cf := string(b)
 	for _, r := range [][2]string{
-		{"admin localhost:2019", "admin 127.0.0.1:{adminport}"},
-		{"http://localhost:8080", "http://127.0.0.1:{port}"},
+		{"admin localhost:{$PALMGATE_ADMIN_PORT:2019}", "admin 127.0.0.1:{adminport}"},
+		{"http://localhost:{$PALMGATE_PORT:8080}", "http://127.0.0.1:{port}"},
 		{"storage badger ./data/palmgate", "storage badger {datadir}/palmgate"},
-		{"\n:8080 {", "\n:{port} {"},
+		{"\n:{$PALMGATE_PORT:8080} {", "\n:{port} {"},
 	} {
 		if !strings.Contains(cf, r[0]) {
 			t.Fatalf("Caddyfile.example no longer contains %q: update this test", r[0])

@@ -174,8 +174,8 @@ func TestAgentRemovalAcrossInstances(t *testing.T) {
 	// Unknown and already removed: a plain one-line error and a failure exit.
 	for _, id := range []string{byOperator.deviceID, "never-registered"} {
 		out, err := b.RunCommand(t, "palmgate", "agent", "remove", id, "--address", b.AdminAddr)
-		if err == nil || !strings.Contains(out, "404") {
-			t.Errorf("removing %s again: %v, want a 404 failure:\n%s", id, err, out)
+		if want := "caddy palmgate agent remove: no agent with this deviceId is registered\n"; err == nil || out != want {
+			t.Errorf("removing %s again: %v, %q, want the failure %q", id, err, out, want)
 		}
 	}
 

@@ -181,12 +181,12 @@ func TestClientCLI(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"show unknown", []string{"show", "pg_AAAAAAAAAAAAAAAAAAAAAA"}, "404"},
+		{"show unknown", []string{"show", "pg_AAAAAAAAAAAAAAAAAAAAAA"}, `caddy palmgate client show: no client "pg_AAAAAAAAAAAAAAAAAAAAAA"`},
 		{"remove static", []string{"remove", "static-app"}, "statically"},
 		{"update static", []string{"update", "static-app", "--name", "x"}, "statically"},
-		{"add with another scheme", []string{"add", "--name", "x", "--redirect-uri", "ftp://example.com/cb"}, "https"},
-		{"add without redirect", []string{"add", "--name", "x"}, "redirect_uri"},
-		{"rotate bad grace", []string{"rotate-secret", "static-app", "--grace", "soon"}, "grace"},
+		{"add with another scheme", []string{"add", "--name", "x", "--redirect-uri", "ftp://example.com/cb"}, `caddy palmgate client add: --redirect-uri "ftp://example.com/cb": scheme must be https`},
+		{"add without redirect", []string{"add", "--name", "x"}, "caddy palmgate client add: --redirect-uri is required"},
+		{"rotate bad grace", []string{"rotate-secret", "static-app", "--grace", "soon"}, `caddy palmgate client rotate-secret: --grace "soon": not a duration`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := e.cliErr(t, tc.args...)

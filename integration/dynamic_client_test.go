@@ -133,8 +133,8 @@ func TestDynamicClientLogout(t *testing.T) {
 			args []string
 			want string
 		}{
-			{"bad alg", []string{"add", "--name", "x", "--redirect-uri", "https://a.example/cb", "--id-token-alg", "HS256"}, "id_token_signed_response_alg"},
-			{"bad post-logout URI", []string{"update", added.ID, "--post-logout-redirect-uri", "ftp://a.example/bye"}, "post_logout_redirect_uri"},
+			{"bad alg", []string{"add", "--name", "x", "--redirect-uri", "https://a.example/cb", "--id-token-alg", "HS256"}, "--id-token-alg"},
+			{"bad post-logout URI", []string{"update", added.ID, "--post-logout-redirect-uri", "ftp://a.example/bye"}, "--post-logout-redirect-uri \"ftp://a.example/bye\": "},
 			{"reserved name", []string{"add", "--name", "Admin", "--redirect-uri", "https://a.example/cb"}, "reserved"},
 		} {
 			if out, err := e.cliErr(t, tc.args...); err == nil || !strings.Contains(out, tc.want) {
