@@ -163,6 +163,14 @@ func pageOf(err error) (int, errorPageData, *fault.Error) {
 		d.Title = "This sign-in is already finished"
 		d.What = "This sign-in was already completed or declined, and its page cannot be used again."
 		d.Todo = []string{"Go back to the application. If you are not signed in there, sign in again."}
+	case errors.Is(err, oidc.ErrOtherBrowser):
+		d.Title = "Started in another browser"
+		d.What = "This sign-in was started in another browser, and only that browser can finish it."
+		d.Todo = []string{"Finish it there, or start again from the application."}
+	case errors.Is(err, oidc.ErrBadConsentToken):
+		d.Title = "This form is not valid"
+		d.What = "The answer to the consent form did not come from this sign-in's page, so it was not taken: nothing was shared."
+		d.Todo = []string{"Go back to the application and sign in again."}
 	case errors.Is(err, agent.ErrSessionNotFound):
 		d.Title = "This registration link is not valid"
 		d.What = "No agent registration is waiting at this address: the link is wrong, or the registration ended more than a day ago."
