@@ -4,7 +4,8 @@
 // calls, and their answers and faults (core/fault) back to HTTP, through one
 // mapper per error dialect: the /v1 JSON body (v1Error), OAuth's JSON and
 // redirects (writeOAuthError), the RFC 6750 challenge (SetChallenge) and the
-// pages (writeLogoutError); Status maps a fault's class to its status for all.
+// pages (pageOf, errorpage.go: what a browser gets where an API caller gets
+// JSON); Status maps a fault's class to its status for all.
 // It knows nothing of Caddy (whose module builds it and passes it the client
 // address Caddy determined).
 package edge
