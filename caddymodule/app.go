@@ -134,6 +134,12 @@ type App struct {
 	// Portal configures the developer portal at /portal (on by default).
 	Portal *PortalConfig `json:"portal,omitempty"`
 
+	// PalmAppURL is where a person gets the palm app (an app store page, say). A
+	// phone without the app opens a scan URL ("Open in your palm app") in the
+	// browser, which then shows a page that says what the app is and links here;
+	// without it, the page says so in neutral words. An https URL.
+	PalmAppURL string `json:"palm_app_url,omitempty"`
+
 	// KeyRotation rotates the token signing keys (every algorithm) once the active
 	// key is this old, such as 720h; one instance of those sharing a store does.
 	// A retired key stays in the JWKS until every token it signed has expired,
@@ -297,7 +303,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return err
 	}
 	a.edge = edge.New(edge.Config{
-		Issuer: a.Issuer, Palm: a.palm, Agents: a.agents, OIDC: a.oidc, Keys: a.keys,
+		Issuer: a.Issuer, Palm: a.palm, Agents: a.agents, OIDC: a.oidc, Keys: a.keys, PalmAppURL: a.PalmAppURL,
 		RateLimit: edge.RateLimit{Off: a.RateLimit.Off, Requests: a.RateLimit.Requests, Window: time.Duration(a.RateLimit.Window)},
 		ClientIP:  clientIP,
 		Portal:    a.portalHandler(),
@@ -403,6 +409,9 @@ func (a *App) Validate() error {
 		return errors.New("rate_limit: needs at least 1 request per window of at least 1s, or `off`")
 	}
 	if err := a.validatePortal(); err != nil {
+		return err
+	}
+	if err := a.validatePalmAppURL(); err != nil {
 		return err
 	}
 	if err := a.validateKeyRotation(); err != nil {

@@ -60,6 +60,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //			access_token_audience base_url | client_id | both
 //		}
 //		portal off | portal { max_applications <n> }
+//		palm_app_url <url>
 //		key_rotation <duration> | off
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -136,6 +137,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Portal = pc
+		case "palm_app_url":
+			if err := parsePalmAppURL(d, &a.PalmAppURL); err != nil {
+				return err
+			}
 		case "client":
 			c, err := parseClient(d)
 			if err != nil {

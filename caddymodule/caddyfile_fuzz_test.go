@@ -13,7 +13,7 @@ import (
 var validateErrorPrefixes = []string{
 	"issuer", "storage", "dev", "palm_attestor", "pairwise_secret", "access_token_ttl",
 	"refresh_token_ttl", "auth_code_ttl", "rate_limit", "registration_session_ttl",
-	"challenge_max_age", "sso_session", "client", "palmgate", "key_rotation",
+	"challenge_max_age", "sso_session", "client", "palmgate", "key_rotation", "palm_app_url",
 }
 
 // FuzzCaddyfileGlobalOption: the body of the `palmgate { ... }` global option, run

@@ -140,6 +140,8 @@ type envOptions struct {
 	clients []oidc.Client
 	// ssoSession is oidc.Config.SSOSession (zero: off).
 	ssoSession time.Duration
+	// palmAppURL is edge.Config.PalmAppURL.
+	palmAppURL string
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -197,7 +199,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 	}
 	e.srv = edge.New(edge.Config{
 		Issuer: testIssuer, Palm: e.palm, Agents: e.agents, OIDC: e.oidc, Keys: e.keys,
-		RateLimit: o.rateLimit, Store: store,
+		RateLimit: o.rateLimit, Store: store, PalmAppURL: o.palmAppURL,
 	})
 	return e
 }

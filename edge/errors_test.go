@@ -196,13 +196,14 @@ func TestClientGone(t *testing.T) {
 	}
 }
 
-// TestOwnsPath: the Caddy handler hands palmgate /v1, /oauth2 and /portal and
-// what is under them, and the two health probes, nothing else.
+// TestOwnsPath: the Caddy handler hands palmgate /v1, /oauth2, /portal and
+// /health and what is under them (unknown ones answer palmgate's 404), nothing
+// else.
 func TestOwnsPath(t *testing.T) {
 	for p, want := range map[string]bool{
 		"/v1": true, "/v1/agent/register/init": true, "/oauth2/token": true, "/portal": true, "/portal/apps": true,
 		"/": false, "/v10": false, "/oauth2x/token": false, "/app/v1/x": false,
-		"/health/alive": true, "/health/ready": true, "/health": false, "/health/other": false, "/healthz": false,
+		"/health/alive": true, "/health/ready": true, "/health": true, "/health/other": true, "/healthz": false, "/healthy/x": false,
 	} {
 		if got := edge.OwnsPath(p); got != want {
 			t.Errorf("OwnsPath(%q) = %v, want %v", p, got, want)

@@ -216,7 +216,7 @@ func TestChallengeMapper(t *testing.T) {
 // outage, a busy refusal) with its status, Retry-After and a "try again" line, and
 // what is no fault 500 without detail; every answer is the HTML page.
 func TestPageMapper(t *testing.T) {
-	const again = "temporarily unavailable; try again shortly"
+	const again, wait = "Try again in a few minutes.", "Wait a minute, then try again."
 	want := map[string]dialectCase{
 		"invalid":            {status: 400, text: "client_id is required"},
 		"unauthorized":       {status: 401, text: "client authentication failed"},
@@ -227,7 +227,7 @@ func TestPageMapper(t *testing.T) {
 		"gone":               {status: 410, text: "expired"},
 		"too large":          {status: 413, text: "64 KiB"},
 		"unsupported media":  {status: 415, text: "application/json"},
-		"busy network":       {status: 429, retry: "7", text: again},
+		"busy network":       {status: 429, retry: "7", text: wait},
 		"busy":               {status: 503, retry: "91", text: again},
 		"store down":         {status: 503, retry: "5", text: again},
 		"internal fault":     {status: 500, text: "internal server error"},

@@ -73,29 +73,28 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	s.renderSignedOutPage(w, r, http.StatusOK, d)
 }
 
-// writeLogoutError is the page dialect's mapper: a refused logout gets the
-// signed-out page with the status of the fault's class and its message (400 for a
-// bad request, 413 for a body too large), 503 or 429 with Retry-After and a
-// "try again" line for a temporary refusal (the store's outage included), and 500
-// for anything that is not a fault, logged.
+// writeLogoutError answers a refused logout with the error page (pageOf) titled
+// "Sign-out refused": its status by the fault's class, Retry-After and the "try
+// again" words for a temporary refusal (the store's outage included), 500 for
+// anything that is not a fault (logged). The person reads plain words; the
+// protocol's text (post_logout_redirect_uri, id_token_hint ...) stays in the small
+// print, for the application's developer.
 func (s *Server) writeLogoutError(w http.ResponseWriter, r *http.Request, err error) {
-	d := signedOutPageData{Title: "Sign-out refused", StatusClass: "bad"}
-	status := http.StatusInternalServerError
-	f, ok := fault.As(err)
-	switch {
-	case !ok || f.Class == fault.Internal:
+	status, d, f := pageOf(err)
+	if status == http.StatusInternalServerError {
 		s.logger.Error("palmgate logout failed", zap.Error(err))
-		d.Outcome = "internal server error"
-	case f.Class == fault.Unavailable || f.Class == fault.TooMany:
+	}
+	d.Title = "Sign-out refused"
+	switch {
+	case f != nil && (f.Class == fault.Unavailable || f.Class == fault.TooMany):
 		if f.RetryAfter > 0 {
 			setRetryAfter(w, f.RetryAfter)
 		}
-		status, d.Outcome = Status(f.Class), "palmgate is temporarily unavailable; try again shortly."
-	default:
-		status, d.Outcome = Status(f.Class), f.Message
+	case f != nil:
+		d.What = "The sign-out link that brought you here is not valid, so this service could not sign you out."
+		d.Todo = []string{"Nothing was changed. Go back to the application and sign out again. If it happens again, tell the application's developer."}
 	}
-	d.Lines = []string{"Nothing was changed. Go back to the application and sign out again."}
-	s.renderSignedOutPage(w, r, status, d)
+	s.renderErrorPage(w, r, status, d)
 }
 
 // renderSignedOutPage writes the logout page with a strict Content-Security-Policy:

@@ -87,17 +87,17 @@ func formParams(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	params, err := formParams(w, r)
 	if err != nil {
-		s.writeOAuthError(w, r, err)
+		s.writeOAuthOrPage(w, r, err)
 		return
 	}
 	binding, err := newBinding()
 	if err != nil {
-		s.writeOAuthError(w, r, err)
+		s.writeOAuthOrPage(w, r, err)
 		return
 	}
 	ar, err := s.oidc.Authorize(r.Context(), params, s.browserOf(r, binding))
 	if err != nil {
-		s.writeOAuthError(w, r, err)
+		s.writeOAuthOrPage(w, r, err)
 		return
 	}
 	if ar.Answer != nil { // the SSO session answered: no scan, no page
@@ -123,7 +123,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	binding := s.loginBinding(r, id)
 	step, err := s.oidc.LoginPage(r.Context(), id, binding, oidc.LoginOptions{Renew: !head, Finish: !head && !asJSON, Session: s.sessionID(r)})
 	if err != nil {
-		s.writeOAuthError(w, r, err)
+		s.writeOAuthOrPage(w, r, err)
 		return
 	}
 	st := step.State

@@ -12,11 +12,16 @@ type palmStatus struct {
 }
 
 // handlePalmChallenge answers the mobile app that opened a scan URL: the challenge
-// and what the person is asked to approve. A wrong nonce is a 404.
+// and what the person is asked to approve. A wrong nonce is a 404. A browser
+// (acceptsHTML) gets the page of a phone without the app instead (palmapp.go).
 func (s *Server) handlePalmChallenge(w http.ResponseWriter, r *http.Request) {
 	c, err := s.palm.Lookup(r.Context(), r.PathValue("challengeId"), r.URL.Query().Get("nonce"))
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeV1OrPage(w, r, err)
+		return
+	}
+	if acceptsHTML(r) {
+		s.renderPalmAppPage(w, r)
 		return
 	}
 	writeJSON(w, http.StatusOK, c)

@@ -162,5 +162,6 @@ func (s *Server) limited(h http.HandlerFunc, write errorWriter) http.HandlerFunc
 }
 
 // errorWriter answers an error in one dialect: writeError (/v1 JSON),
-// writeOAuthError (OAuth JSON), writeLogoutError (the signed-out page).
+// writeOAuthError (OAuth JSON), writeLogoutError and writeErrorPage (the error
+// page), or one of the JSON dialects and the page by negotiation (negotiated).
 type errorWriter func(http.ResponseWriter, *http.Request, error)

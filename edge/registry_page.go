@@ -16,12 +16,12 @@ import (
 func (s *Server) handleRegisterPage(w http.ResponseWriter, r *http.Request) {
 	session, err := s.agents.Session(r.Context(), r.PathValue("sessionId"))
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeV1OrPage(w, r, err)
 		return
 	}
 	c, err := s.agents.Challenge(r.Context(), session, r.Method != http.MethodHead)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeV1OrPage(w, r, err)
 		return
 	}
 	if wantsJSON(r) {

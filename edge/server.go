@@ -4,7 +4,8 @@
 // calls, and their answers and faults (core/fault) back to HTTP, through one
 // mapper per error dialect: the /v1 JSON body (v1Error), OAuth's JSON and
 // redirects (writeOAuthError), the RFC 6750 challenge (SetChallenge) and the
-// pages (writeLogoutError); Status maps a fault's class to its status for all.
+// pages (pageOf, errorpage.go: what a browser gets where an API caller gets
+// JSON); Status maps a fault's class to its status for all.
 // It knows nothing of Caddy (whose module builds it and passes it the client
 // address Caddy determined).
 package edge
@@ -45,6 +46,10 @@ type Config struct {
 	Logger *zap.Logger
 	// Store is what /health/ready checks (health.go); nil: never ready.
 	Store storage.Store
+	// PalmAppURL is where a person gets the palm app (an app store page, say): the
+	// page a phone without the app shows for a scan URL links to it (palmapp.go);
+	// "" shows a neutral text.
+	PalmAppURL string
 }
 
 // Server serves palmgate's paths: /oauth2/*, /v1/* and the portal's /portal/*.
@@ -61,6 +66,7 @@ type Server struct {
 	board    boardEncodings
 	portal   http.Handler
 	health   health
+	appURL   string
 }
 
 // New builds the server and its routes.
@@ -69,7 +75,7 @@ func New(cfg Config) *Server {
 		issuer: strings.TrimSuffix(cfg.Issuer, "/"),
 		palm:   cfg.Palm, agents: cfg.Agents, oidc: cfg.OIDC, keys: cfg.Keys,
 		logger: cfg.Logger, clientIP: cfg.ClientIP, portal: cfg.Portal,
-		health: health{store: cfg.Store},
+		health: health{store: cfg.Store}, appURL: cfg.PalmAppURL,
 	}
 	if s.logger == nil {
 		s.logger = zap.NewNop()
@@ -82,14 +88,12 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// OwnsPath reports whether p is one of palmgate's paths (/v1, /oauth2 and /portal,
-// and what is under them, and the two health probes); the Caddy handler passes
-// the others on.
+// OwnsPath reports whether p is one of palmgate's paths (/v1, /oauth2, /portal
+// and /health, and what is under them); the Caddy handler passes the others on.
+// An unknown path under them is palmgate's 404 (a page or the JSON error), never
+// the next handler's (an empty 200 on a site with nothing else).
 func OwnsPath(p string) bool {
-	if p == PathAlive || p == PathReady {
-		return true
-	}
-	for _, prefix := range []string{"/v1", "/oauth2", "/portal"} {
+	for _, prefix := range []string{"/v1", "/oauth2", "/portal", "/health"} {
 		if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
 			return true
 		}
@@ -102,7 +106,7 @@ func OwnsPath(p string) bool {
 // cleaned form, which for /v1/x/../../y leads out of the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.EscapedPath(); p != cleanPath(p) {
-		s.writeError(w, r, errNoEndpoint)
+		s.writeV1OrPage(w, r, errNoEndpoint)
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -123,7 +127,7 @@ func (s *Server) routes() *http.ServeMux {
 		allow := strings.Join(allowed, ", ")
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			s.writeError(w, r, fault.New(fault.MethodNotAllowed, codeMethodNotAllowed, "%s is not allowed here; use %s", r.Method, allow))
+			s.writeV1OrPage(w, r, fault.New(fault.MethodNotAllowed, codeMethodNotAllowed, "%s is not allowed here; use %s", r.Method, allow))
 		})
 	}
 	route("/v1/agent/register/init", map[string]http.HandlerFunc{"POST": s.limited(s.handleRegisterInit, s.writeError)})
@@ -140,7 +144,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("/v1/palm/challenges/{challengeId}/assertion", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmAssertion, s.writeError)})
 	route("/v1/palm/challenges/{challengeId}/deny", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmDeny, s.writeError)})
 	route("/v1/palm/challenges/{challengeId}/dev-scan", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmDevScan, s.writeError)})
-	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": s.limited(s.handleAuthorize, s.writeOAuthError), "POST": s.limited(s.handleAuthorize, s.writeOAuthError)})
+	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": s.limited(s.handleAuthorize, s.writeOAuthOrPage), "POST": s.limited(s.handleAuthorize, s.writeOAuthOrPage)})
 	route("/oauth2/verify", map[string]http.HandlerFunc{"GET": s.handleLoginPage})
 	route("/oauth2/consent", map[string]http.HandlerFunc{"GET": s.handleConsentPage, "POST": s.limited(s.handleConsent, s.writeConsentError)})
 	route("/oauth2/token", s.withCORS(map[string]http.HandlerFunc{"POST": s.handleToken}))
@@ -159,7 +163,7 @@ func (s *Server) routes() *http.ServeMux {
 		mux.Handle("/portal/", s.portal)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, errNoEndpoint)
+		s.writeV1OrPage(w, r, errNoEndpoint)
 	})
 	return mux
 }

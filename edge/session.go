@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 )
 
@@ -111,26 +110,11 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	s.answerClient(w, r, redirect)
 }
 
-// writeConsentError is the page dialect's mapper for the consent page: the page
-// with the fault's status and message, 503 or 429 with Retry-After for a
-// temporary refusal, 500 for what is no fault (logged).
+// writeConsentError answers a refused consent page or form with the error page
+// (writeErrorPage: plain words, the fault's status, Retry-After for a temporary
+// refusal, 500 for what is no fault, logged).
 func (s *Server) writeConsentError(w http.ResponseWriter, r *http.Request, err error) {
-	d := consentPageData{Title: "Sign-in refused", StatusClass: "bad"}
-	status := http.StatusInternalServerError
-	f, ok := fault.As(err)
-	switch {
-	case !ok || f.Class == fault.Internal:
-		s.logger.Error("palmgate consent failed", zap.Error(err))
-		d.Outcome = "internal server error"
-	case f.Class == fault.Unavailable || f.Class == fault.TooMany:
-		if f.RetryAfter > 0 {
-			setRetryAfter(w, f.RetryAfter)
-		}
-		status, d.Outcome = Status(f.Class), "palmgate is temporarily unavailable; try again shortly."
-	default:
-		status, d.Outcome = Status(f.Class), f.Message
-	}
-	s.renderConsentPage(w, r, status, d)
+	s.writeErrorPage(w, r, err)
 }
 
 // renderConsentPage writes the consent page with a strict Content-Security-Policy:

@@ -92,8 +92,13 @@ func TestSSOSessionCookieAndConsentPage(t *testing.T) {
 		t.Errorf("consent page CSP %q, want form-action 'self' and the redirect_uri's origin", csp)
 	}
 	// The login page of a request the session answers has no scan: 400, not 500.
+	// (A browser gets the error page, an API caller the OAuth JSON.)
 	for _, accept := range []string{"text/html", "application/json"} {
 		w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + reqID, header: http.Header{"Accept": {accept}}, cookies: []*http.Cookie{sess, login}})
+		if accept == "text/html" {
+			wantPage(t, w, http.StatusBadRequest, "invalid_request")
+			continue
+		}
 		wantOAuthError(t, w, http.StatusBadRequest, "invalid_request")
 	}
 	m := consentTokenRE.FindStringSubmatch(page.Body.String())
@@ -117,16 +122,20 @@ func TestSSOSessionCookieAndConsentPage(t *testing.T) {
 		contentType string
 		cookies     []*http.Cookie
 		status      int
+		title       string // the error page's plain words (issue 22)
 	}{
-		{"no csrf token", form, "application/x-www-form-urlencoded", []*http.Cookie{sess, login}, http.StatusForbidden},
-		{"wrong csrf token", with(form, "csrf_token", strings.Repeat("A", 43)), "application/x-www-form-urlencoded", []*http.Cookie{sess, login}, http.StatusForbidden},
-		{"no login cookie", with(form, "csrf_token", token), "application/x-www-form-urlencoded", []*http.Cookie{sess}, http.StatusForbidden},
-		{"not a form", with(form, "csrf_token", token), "application/json", []*http.Cookie{sess, login}, http.StatusBadRequest},
-		{"unknown request", with(with(form, "csrf_token", token), "auth_request_id", "nope"), "application/x-www-form-urlencoded", []*http.Cookie{sess, login}, http.StatusBadRequest},
+		{"no csrf token", form, "application/x-www-form-urlencoded", []*http.Cookie{sess, login}, http.StatusForbidden, "This form is not valid"},
+		{"wrong csrf token", with(form, "csrf_token", strings.Repeat("A", 43)), "application/x-www-form-urlencoded", []*http.Cookie{sess, login}, http.StatusForbidden, "This form is not valid"},
+		{"no login cookie", with(form, "csrf_token", token), "application/x-www-form-urlencoded", []*http.Cookie{sess}, http.StatusForbidden, "Started in another browser"},
+		{"not a form", with(form, "csrf_token", token), "application/json", []*http.Cookie{sess, login}, http.StatusBadRequest, "This request is not valid"},
+		{"unknown request", with(with(form, "csrf_token", token), "auth_request_id", "nope"), "application/x-www-form-urlencoded", []*http.Cookie{sess, login}, http.StatusBadRequest, "This sign-in has expired"},
 	} {
 		w := post(tc.form, tc.contentType, tc.cookies...)
 		if w.Code != tc.status || w.Header().Get("Location") != "" || !strings.Contains(w.Header().Get("Content-Type"), "text/html") {
 			t.Errorf("%s: status %d Location %q type %q, want a %d page and no redirect", tc.name, w.Code, w.Header().Get("Location"), w.Header().Get("Content-Type"), tc.status)
+		}
+		if body := w.Body.String(); !strings.Contains(body, tc.title) || !strings.Contains(body, `id="tech"`) {
+			t.Errorf("%s: the page does not say %q in plain words, with the code in small print:\n%s", tc.name, tc.title, body)
 		}
 	}
 	w = post(with(form, "csrf_token", token), "application/x-www-form-urlencoded", sess, login)

@@ -132,15 +132,29 @@ func checkCallback(q url.Values, st loginState) (string, *callbackFailure) {
 			return "", &callbackFailure{http.StatusBadRequest, "Login was declined",
 				"The palm scan was declined or the request expired (access_denied). Nothing was shared with this app."}
 		}
-		msg := "palmgate answered error " + e
-		if desc := q.Get("error_description"); desc != "" {
-			msg += ": " + desc
-		}
-		return "", &callbackFailure{http.StatusBadRequest, "Login failed", msg + "."}
+		return "", &callbackFailure{http.StatusBadRequest, "Login failed", receivedError(q)}
 	}
 	code := q.Get("code")
 	if code == "" {
 		return "", &callbackFailure{http.StatusBadRequest, "Login failed", "The callback carries neither a code nor an error."}
 	}
 	return code, nil
+}
+
+// receivedError says which error palmgate sent to the callback: its error and
+// error_description, each cut to a bounded length (the page escapes them).
+func receivedError(q url.Values) string {
+	msg := "palmgate answered error " + bounded(q.Get("error"), 64)
+	if desc := q.Get("error_description"); desc != "" {
+		msg += ": " + bounded(desc, 300)
+	}
+	return msg + "."
+}
+
+// bounded returns s cut to at most n runes.
+func bounded(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/caddyauth"
+	"go.uber.org/zap"
 	"golang.org/x/oauth2"
 )
 
@@ -217,5 +218,26 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestCallbackShowsTheErrorReceived: a callback carrying palmgate's error (an
+// invalid_scope, say) shows that error and its description, escaped and
+// bounded, even when the browser has no login in progress, instead of "No login
+// in progress".
+func TestCallbackShowsTheErrorReceived(t *testing.T) {
+	d := &Demo{clientName: "demo", issuer: "http://localhost:8080", origin: "http://localhost:8080", logger: zap.NewNop()}
+	q := url.Values{"error": {"invalid_scope"}, "error_description": {"scope <b>nope</b> is not allowed" + strings.Repeat("y", 1000)}, "state": {"s"}}
+	rec := httptest.NewRecorder()
+	d.serveCallback(rec, httptest.NewRequest(http.MethodGet, pathCallback+"?"+q.Encode(), nil))
+	body := rec.Body.String()
+	if rec.Code != http.StatusBadRequest || !strings.Contains(body, "invalid_scope") || !strings.Contains(body, "scope &lt;b&gt;nope&lt;/b&gt; is not allowed") {
+		t.Errorf("status %d; the page does not show the error received:\n%s", rec.Code, body)
+	}
+	if strings.Contains(body, "<b>nope") || strings.Contains(body, strings.Repeat("y", 301)) {
+		t.Errorf("the description is not escaped and bounded:\n%s", body)
+	}
+	if strings.Contains(body, "No login in progress") {
+		t.Errorf("the page hides the error behind \"No login in progress\":\n%s", body)
 	}
 }

@@ -98,6 +98,13 @@ func (d *Demo) serveLogout(w http.ResponseWriter, r *http.Request) {
 func (d *Demo) serveCallback(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, d.loginCookie(""))
 	cookie, err := r.Cookie(cookieName)
+	if err != nil && r.URL.Query().Get("error") != "" {
+		// palmgate's answer is an error: show it (the state cannot be checked
+		// without the cookie, but an error gives nothing away).
+		d.renderError(w, http.StatusBadRequest, "Login failed", receivedError(r.URL.Query())+
+			" This browser has no login in progress here: it may have been started elsewhere, or have expired.")
+		return
+	}
 	if err != nil {
 		d.renderError(w, http.StatusBadRequest, "No login in progress",
 			"This browser has no login in progress: it never started one at "+d.origin+pathLogin+", or the callback came back to another origin, or the login was already finished.")

@@ -174,13 +174,13 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 		return nil, err
 	}
 	if cl == nil {
-		return nil, oauthError(ErrInvalidRequest, "unknown client_id")
+		return nil, fault.Of(ErrUnknownClient, "unknown client_id")
 	}
 	if redirectURI == "" {
 		return nil, oauthError(ErrInvalidRequest, "redirect_uri is required")
 	}
 	if !cl.allowsRedirect(redirectURI) {
-		return nil, oauthError(ErrInvalidRequest, "redirect_uri is not registered for this client")
+		return nil, fault.Of(ErrRedirectURINotRegistered, "redirect_uri is not registered for this client")
 	}
 	// From here on every refusal goes back to the client.
 	back := &RedirectError{RedirectURI: redirectURI, ResponseMode: ResponseModeQuery}
@@ -364,7 +364,7 @@ func (s *Service) putAuthRequest(txn storage.Txn, ar *AuthRequest) error {
 }
 
 func getAuthRequest(txn storage.Txn, id string) (*AuthRequest, error) {
-	notFound := oauthError(ErrInvalidRequest, "unknown or expired auth_request_id")
+	notFound := fault.Of(ErrUnknownAuthRequest, "unknown or expired auth_request_id")
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return nil, notFound
 	}

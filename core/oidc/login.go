@@ -3,6 +3,7 @@ package oidc
 import (
 	"context"
 
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/palm"
 )
 
@@ -41,7 +42,7 @@ func (s *Service) LoginPage(ctx context.Context, id, binding string, opt LoginOp
 		return nil, err
 	}
 	if st.Request.Status == RequestAnswered {
-		return nil, oauthError(ErrInvalidRequest, "this authorization request was already answered")
+		return nil, fault.Of(ErrRequestAnswered, "this authorization request was already answered")
 	}
 	step := &LoginStep{State: st}
 	if st.Bound && opt.Finish && st.Challenge.Status != palm.StatusPending {

@@ -289,7 +289,7 @@ func consentToken(binding string, ar *AuthRequest) string {
 // ConsentPage returns the authorization request id waiting for consent, for the
 // consent page of the browser presenting binding.
 func (s *Service) ConsentPage(ctx context.Context, id, binding string) (*ConsentState, error) {
-	notFound := oauthError(ErrInvalidRequest, "unknown or expired auth_request_id")
+	notFound := fault.Of(ErrUnknownAuthRequest, "unknown or expired auth_request_id")
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		return nil, notFound
 	}
