@@ -87,7 +87,7 @@ func TestPortal(t *testing.T) {
 
 	// Rotate with a 10 s grace (long enough for the checks within it on a loaded
 	// machine): the old secret works, then stops.
-	r := alice.post(t, "/portal/apps/"+id+"/rotate", url.Values{"csrf": {alice.csrf(t)}, "grace": {"10"}})
+	r := alice.post(t, "/portal/apps/"+id+"/rotate", url.Values{"csrf": {alice.csrf(t)}, "grace": {"10s"}})
 	if r.Status != http.StatusOK {
 		t.Fatalf("rotate: %d %s", r.Status, testserver.Snippet(r.Body))
 	}
