@@ -43,15 +43,16 @@ type snippetValues struct {
 	// is http, else localhost:3000 (behind the developer's https proxy).
 	Listen, ListenHost string
 	ListenPort         int
-	// Public is a client without a secret; Insecure an http issuer (dev mode).
-	Public, Insecure bool
+	// Public is a client without a secret; Insecure an http issuer (dev mode);
+	// Proxied a redirect URI that is not http (the program serves it behind a proxy).
+	Public, Insecure, Proxied bool
 }
 
 // newSnippetValues are the values of an application whose redirect URI is redirect.
 func newSnippetValues(issuer, clientID, redirect string, public bool) snippetValues {
 	v := snippetValues{
 		Issuer: issuer, Discovery: issuer + "/.well-known/openid-configuration", ClientID: clientID, RedirectURI: redirect,
-		ListenHost: "localhost", ListenPort: 3000, Public: public,
+		ListenHost: "localhost", ListenPort: 3000, Public: public, Proxied: true,
 	}
 	if u, err := url.Parse(issuer); err == nil && u.Scheme == "http" {
 		v.Insecure = true
@@ -61,7 +62,7 @@ func newSnippetValues(issuer, clientID, redirect string, public bool) snippetVal
 		if p, err := strconv.Atoi(u.Port()); err == nil {
 			port = p
 		}
-		v.ListenHost, v.ListenPort = u.Hostname(), port
+		v.ListenHost, v.ListenPort, v.Proxied = u.Hostname(), port, false
 	}
 	v.Listen = net.JoinHostPort(v.ListenHost, strconv.Itoa(v.ListenPort))
 	return v

@@ -3,6 +3,7 @@ package portal
 import (
 	"go/format"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -56,6 +57,24 @@ func TestSnippetValues(t *testing.T) {
 			}
 			if node := v.render("rp.mjs.tmpl"); strings.Contains(node, "allowInsecureRequests") != tc.insecure {
 				t.Errorf("the Node snippet's allowInsecureRequests for an issuer %s:\n%s", tc.issuer, node)
+			}
+			// The Node and Python programs parse (when node and python3 are here; the
+			// integration test TestPortalSnippets runs them).
+			for _, c := range []struct {
+				tool, tmpl string
+				args       []string
+			}{
+				{"node", "rp.mjs.tmpl", []string{"--input-type=module", "--check"}},
+				{"python3", "rp.py.tmpl", []string{"-c", "import ast, sys; ast.parse(sys.stdin.read())"}},
+			} {
+				if _, err := exec.LookPath(c.tool); err != nil {
+					continue
+				}
+				cmd := exec.Command(c.tool, c.args...)
+				cmd.Stdin = strings.NewReader(v.render(c.tmpl))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("%s does not parse: %v\n%s", c.tmpl, err, out)
+				}
 			}
 		})
 	}

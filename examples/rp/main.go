@@ -6,8 +6,7 @@
 //	go mod init rp && go mod tidy
 //	PALMGATE_CLIENT_SECRET=<the secret> go run .
 //
-// and open http://localhost:3000/ (another address with -listen: your https proxy
-// forwards the redirect URI there).
+// and open http://localhost:3000/.
 package main
 
 import (
