@@ -60,8 +60,8 @@ const portalLayout = `(() => {
 // refused sign-out, 400; the portal's 404) and the portal's application page, at
 // desktop width (1280 px) and phone width (390 px), fit the viewport and cut no
 // text; the application page lays out each snippet as a figure with its own title
-// and copy button. The screenshots go to $PALMGATE_SCREENSHOTS, or a temporary
-// directory.
+// and copy button. The screenshots (the whole page as JPEG, the first screenful as
+// PNG) go to $PALMGATE_SCREENSHOTS, or a temporary directory.
 func TestPagesScreenshots(t *testing.T) {
 	t.Parallel()
 	step := newChromium(t)
@@ -104,6 +104,14 @@ func TestPagesScreenshots(t *testing.T) {
 			}
 			file := filepath.Join(dir, strings.ReplaceAll(page, " ", "-")+"-"+w.name+".jpg")
 			if err := os.WriteFile(file, shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// And the first screenful as PNG, what docs/PAGES.md shows.
+			top, err := chromedp.Run(step(30*time.Second), chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatalf("screenshot of the %s at %s width: %v", page, w.name, err)
+			}
+			if err := os.WriteFile(strings.TrimSuffix(file, ".jpg")+".png", top, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			for _, script := range []string{layoutProblems, extra} {
@@ -168,6 +176,14 @@ func TestPagesScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("portal application page", e.URL+"/portal/apps/"+strings.TrimSpace(id), "#figure-go", portalLayout)
+	// A snippet's figure at phone width (the last one checked), for docs/PAGES.md.
+	fig, err := chromedp.Run(step(30*time.Second), chromedp.Screenshot(chromedp.CSS("#figure-node")))
+	if err != nil {
+		t.Fatalf("screenshot of a snippet: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "portal-snippet-phone.png"), fig, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	check("portal home", e.URL+"/portal", "#apps", "")
 	t.Logf("screenshots in %s", dir)
 }
