@@ -33,28 +33,31 @@ func portalSnippet(t *testing.T, page []byte, id string) string {
 // on loopback), is saved as the page says and run, and logs a user in through
 // Chromium: Go (go-oidc, built with palmgate's module versions), Node
 // (openid-client from integration/rp/openidclient's committed lockfile), Python
-// (Authlib, when python3 has it; else skipped, as make test's closing lines say).
+// (Authlib, when python3 has it; else skipped, as make test's closing lines say);
+// the Go and Node ones for a public client too, without a secret.
 func TestPortalSnippets(t *testing.T) {
 	e := startOIDC(t, nil)
 	dev := e.portalSignIn(t, e.subject("snippet-dev"))
 	ctx := startChromium(t)
 
+	buildGo := func(t *testing.T, dir string) *exec.Cmd {
+		goBin := tooltest.Go.Need(t)
+		goModFor(t, dir)
+		build := exec.Command(goBin, "build", "-mod=mod", "-o", "rp", ".")
+		build.Dir = dir
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("the Go snippet does not build: %v\n%s", err, out)
+		}
+		return exec.Command(filepath.Join(dir, "rp"))
+	}
 	for _, tc := range []struct {
-		id   string
-		file string
-		run  func(t *testing.T, dir string) *exec.Cmd
+		name, id, file string
+		public         bool
+		run            func(t *testing.T, dir string) *exec.Cmd
 	}{
-		{"go", "main.go", func(t *testing.T, dir string) *exec.Cmd {
-			goBin := tooltest.Go.Need(t)
-			goModFor(t, dir)
-			build := exec.Command(goBin, "build", "-mod=mod", "-o", "rp", ".")
-			build.Dir = dir
-			if out, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("the Go snippet does not build: %v\n%s", err, out)
-			}
-			return exec.Command(filepath.Join(dir, "rp"))
-		}},
-		{"node", "rp.mjs", func(t *testing.T, dir string) *exec.Cmd {
+		{"go", "go", "main.go", false, buildGo},
+		{"go public client", "go", "main.go", true, buildGo},
+		{"node", "node", "rp.mjs", false, func(t *testing.T, dir string) *exec.Cmd {
 			node := tooltest.Node.Need(t)
 			npmCI(t, "rp/openidclient")
 			modules, err := filepath.Abs("rp/openidclient/node_modules")
@@ -66,18 +69,42 @@ func TestPortalSnippets(t *testing.T) {
 			}
 			return exec.Command(node, "rp.mjs")
 		}},
-		{"python", "app.py", func(t *testing.T, dir string) *exec.Cmd {
+		{"node public client", "node", "rp.mjs", true, func(t *testing.T, dir string) *exec.Cmd {
+			npmCI(t, "rp/openidclient")
+			modules, err := filepath.Abs("rp/openidclient/node_modules")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+				t.Fatal(err)
+			}
+			return exec.Command(tooltest.Node.Need(t), "rp.mjs")
+		}},
+		{"python", "python", "app.py", false, func(t *testing.T, dir string) *exec.Cmd {
 			return exec.Command(tooltest.Authlib.Need(t), "app.py")
 		}},
 	} {
-		t.Run(tc.id, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			port := testserver.FreePort(t)
 			base := fmt.Sprintf("http://127.0.0.1:%d", port)
-			r := dev.post(t, "/portal/apps", url.Values{"csrf": {dev.csrf(t)}, "name": {"Snippet " + tc.id}, "redirect_uris": {base + "/auth/callback"}})
+			form := url.Values{"csrf": {dev.csrf(t)}, "name": {"Snippet " + tc.name}, "redirect_uris": {base + "/auth/callback"}}
+			if tc.public {
+				form.Set("public", "on")
+			}
+			r := dev.post(t, "/portal/apps", form)
 			if r.Status != http.StatusOK {
 				t.Fatalf("creating the application: %d %s", r.Status, testserver.Snippet(r.Body))
 			}
-			id, secret := pageClient(t, r.Body)
+			var id, secret string
+			if tc.public {
+				m := clientIDRE.FindSubmatch(r.Body)
+				if m == nil || strings.Contains(string(r.Body), `id="secret"`) {
+					t.Fatalf("a public application's page: want a client_id and no secret:\n%s", testserver.Snippet(r.Body))
+				}
+				id = html.UnescapeString(string(m[1]))
+			} else {
+				id, secret = pageClient(t, r.Body)
+			}
 			code := portalSnippet(t, r.Body, tc.id)
 			if !strings.Contains(code, id) || !strings.Contains(code, e.URL+"/oauth2") || !strings.Contains(string(r.Body), "Save it as <code>"+tc.file+"</code>") {
 				t.Fatalf("the %s snippet is not filled in with the client_id and issuer, or not saved as %s:\n%s", tc.id, tc.file, code)
@@ -88,7 +115,10 @@ func TestPortalSnippets(t *testing.T) {
 			}
 			cmd := tc.run(t, dir)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "PALMGATE_CLIENT_SECRET="+secret)
+			cmd.Env = os.Environ()
+			if !tc.public {
+				cmd.Env = append(cmd.Env, "PALMGATE_CLIENT_SECRET="+secret)
+			}
 			out := &logBuffer{}
 			cmd.Stdout, cmd.Stderr = out, out
 			if err := cmd.Start(); err != nil {
