@@ -38,6 +38,14 @@ func TestFailedFormsKeepWhatWasTyped(t *testing.T) {
 		}
 	}
 
+	// What is shown again is escaped: a typed value cannot inject markup.
+	evil := url.Values{"csrf": {csrf}, "name": {`"><script>alert(1)</script>`}, "redirect_uris": {"</textarea><script>alert(2)</script>"}}
+	r = serve(p, "POST", "/portal/apps", evil, cookie)
+	if body := r.Body.String(); r.Code != http.StatusBadRequest || strings.Contains(body, "<script>alert") ||
+		!strings.Contains(body, `value="&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"`) || !strings.Contains(body, "&lt;/textarea&gt;&lt;script&gt;alert(2)") {
+		t.Errorf("a refused form with markup in it: %d, want 400 with the values escaped:\n%s", r.Code, body)
+	}
+
 	typed.Set("redirect_uris", "https://typed.example/cb")
 	r = serve(p, "POST", "/portal/apps", typed, cookie)
 	m := clientIDRE.FindStringSubmatch(r.Body.String())
