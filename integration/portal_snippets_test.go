@@ -36,6 +36,7 @@ func portalSnippet(t *testing.T, page []byte, id string) string {
 // (Authlib, when python3 has it; else skipped, as make test's closing lines say);
 // the Go and Node ones for a public client too, without a secret.
 func TestPortalSnippets(t *testing.T) {
+	t.Parallel()
 	e := startOIDC(t, nil)
 	dev := e.portalSignIn(t, e.subject("snippet-dev"))
 	ctx := startChromium(t)

@@ -11,14 +11,21 @@ import (
 // TestGoSnippetIsExamplesRP: examples/rp is the portal's Go snippet, filled in with
 // its own defaults (the README's http://localhost:3000/callback and no client_id):
 // what the portal shows is the program the repository builds.
+// With PALMGATE_UPDATE_EXAMPLES=1 it writes examples/rp/main.go instead.
 func TestGoSnippetIsExamplesRP(t *testing.T) {
+	got := newSnippetValues("http://localhost:8080/oauth2", "", "http://localhost:3000/callback", false).render("rp.go.tmpl")
+	if os.Getenv("PALMGATE_UPDATE_EXAMPLES") == "1" {
+		if err := os.WriteFile("../examples/rp/main.go", []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	want, err := os.ReadFile("../examples/rp/main.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := newSnippetValues("http://localhost:8080/oauth2", "", "http://localhost:3000/callback", false).render("rp.go.tmpl")
 	if got != string(want) {
-		t.Fatalf("examples/rp/main.go is not the portal's Go snippet; regenerate it: the snippet is\n%s", got)
+		t.Fatalf("examples/rp/main.go is not the portal's Go snippet (portal/snippets/rp.go.tmpl); regenerate it with\n"+
+			"PALMGATE_UPDATE_EXAMPLES=1 go test -run TestGoSnippetIsExamplesRP ./portal/\nThe snippet is:\n%s", got)
 	}
 }
 
