@@ -35,7 +35,7 @@ var (
 	Nginx    = Tool{Group: "nginx gateway tests", Install: "apt-get install nginx", find: fixedPath("/usr/sbin/nginx")}
 	Node     = Tool{Group: "openid-client and Auth.js relying-party tests (Node and npm)", Install: "apt-get install nodejs npm", find: findNode}
 	Go       = Tool{Group: "oauth2-proxy and zitadel relying-party tests (go build of integration/rp)", Install: "a Go toolchain on PATH and the Go module proxy", find: lookPath("go")}
-	Authlib  = Tool{Group: "portal's Python snippet test (python3 with Authlib, Flask and requests)", Install: "apt-get install python3-authlib python3-flask python3-requests", find: findAuthlib}
+	Authlib  = Tool{Group: "portal's Python snippet tests (python3 with Authlib, Flask and requests)", Install: "apt-get install python3-authlib python3-flask python3-requests", find: findAuthlib}
 )
 
 // All is every tool, in the order `make test` reports them.
