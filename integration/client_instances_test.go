@@ -119,7 +119,7 @@ func expectPortalRotation(t *testing.T, a, b *env) {
 		_, secret := pageClient(t, r.Body)
 		return secret, string(r.Body)
 	}
-	s2, page := rotate(onA, "86400")
+	s2, page := rotate(onA, "24h")
 	m := previousUntilRE.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("after a rotation with a day's grace the page must show the previous secret's end:\n%s", testserver.Snippet([]byte(page)))

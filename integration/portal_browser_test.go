@@ -94,7 +94,7 @@ func TestPortalBrowser(t *testing.T) {
 	run("rotating the secret", 15*time.Second,
 		chromedp.Navigate(e.URL+"/portal/apps/"+id),
 		chromedp.WaitVisible(chromedp.CSS("#rotate-button")),
-		chromedp.SetValue(chromedp.CSS("#grace"), "10"), // long enough for the checks within it on a loaded machine
+		chromedp.SetValue(chromedp.CSS("#grace"), "10s"), // long enough for the checks within it on a loaded machine
 		chromedp.Click(chromedp.CSS("#rotate-button")),
 		chromedp.WaitVisible(chromedp.CSS("#secret")),
 	)

@@ -38,7 +38,7 @@ func TestPortal(t *testing.T) {
 
 	id, secret := alice.create(t, "Alice App", redirect, other)
 	page := string(alice.get(t, "/portal/apps/"+id).Body)
-	for _, want := range []string{id, e.URL + "/oauth2", "/.well-known/openid-configuration", `ClientID: &#34;` + id, "palmgate_bearer", "Authlib", "openid-client"} {
+	for _, want := range []string{id, e.URL + "/oauth2", "/.well-known/openid-configuration", `&#34;client-id&#34;, &#34;` + id + `&#34;`, "palmgate_bearer", "Authlib", "openid-client"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("application page lacks %q", want)
 		}
@@ -87,7 +87,7 @@ func TestPortal(t *testing.T) {
 
 	// Rotate with a 10 s grace (long enough for the checks within it on a loaded
 	// machine): the old secret works, then stops.
-	r := alice.post(t, "/portal/apps/"+id+"/rotate", url.Values{"csrf": {alice.csrf(t)}, "grace": {"10"}})
+	r := alice.post(t, "/portal/apps/"+id+"/rotate", url.Values{"csrf": {alice.csrf(t)}, "grace": {"10s"}})
 	if r.Status != http.StatusOK {
 		t.Fatalf("rotate: %d %s", r.Status, testserver.Snippet(r.Body))
 	}
@@ -114,8 +114,8 @@ func TestPortal(t *testing.T) {
 		{"x", "not a url", 400}, {"x", "", 400},
 	} {
 		r := alice.post(t, "/portal/apps", url.Values{"csrf": {alice.csrf(t)}, "name": {tc.name}, "redirect_uris": {tc.uris}})
-		if r.Status != tc.status || !strings.Contains(string(r.Body), `id="error"`) {
-			t.Errorf("create %q %q: %d, want %d with an error message", tc.name, tc.uris, r.Status, tc.status)
+		if r.Status != tc.status || !strings.Contains(string(r.Body), `id="form-error"`) || !strings.Contains(string(r.Body), `id="create"`) {
+			t.Errorf("create %q %q: %d, want %d with the form and its error message", tc.name, tc.uris, r.Status, tc.status)
 		}
 	}
 	// The limit: max_applications 2.

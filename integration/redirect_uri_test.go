@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -38,8 +39,8 @@ func TestRedirectURIsStrict(t *testing.T) {
 			t.Errorf("client add --redirect-uri %q: %v, want one line naming --redirect-uri:\n%s", uri, err, out)
 		}
 		r := dev.post(t, "/portal/apps", url.Values{"csrf": {dev.csrf(t)}, "name": {"Loose"}, "redirect_uris": {uri}})
-		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `id="error"`) {
-			t.Errorf("portal: creating an application with %q: %d, want 400 with an error message", uri, r.Status)
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `id="form-error"`) || !strings.Contains(string(r.Body), html.EscapeString(uri)+"</textarea>") {
+			t.Errorf("portal: creating an application with %q: %d, want 400 with the form as typed and an error message", uri, r.Status)
 		}
 	}
 	if strings.Contains(e.cli(t, "list"), "Loose") || strings.Contains(string(dev.get(t, "/portal").Body), "Loose") {

@@ -2,7 +2,6 @@ package portal
 
 import (
 	"embed"
-	"fmt"
 	"html/template"
 	"net/http"
 	"strings"
@@ -17,6 +16,7 @@ var page = template.Must(template.New("portal.html").Funcs(template.FuncMap{
 	"join": strings.Join,
 	"algs": func() []string { return oidc.IDTokenAlgs },
 	"auds": func() []string { return oidc.AccessTokenAudiences },
+	"sub1": func(n int) int { return n - 1 },
 }).ParseFS(templateFiles, "templates/portal.html"))
 
 // pageData fills the portal's one page template.
@@ -35,10 +35,9 @@ type pageData struct {
 	Message  string
 	Error    string
 	Snippets []snippet
-}
-
-type snippet struct {
-	Title, Code string
+	// Form fills the create, edit and rotate forms: an application's values, or
+	// what the developer typed in the one that failed (Form.For).
+	Form form
 }
 
 func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, d *pageData) {
@@ -69,46 +68,6 @@ func (p *Portal) fail(w http.ResponseWriter, r *http.Request, status int, msg st
 
 func (p *Portal) showApp(w http.ResponseWriter, r *http.Request, s *session, ci *oidc.ClientInfo, secret, msg string) {
 	p.render(w, r, http.StatusOK, &pageData{
-		Title: ci.Name, Session: s, App: ci, Secret: secret, Message: msg, Snippets: p.snippets(ci),
+		Title: ci.Name, Session: s, App: ci, Secret: secret, Message: msg, Snippets: p.snippets(ci), Form: clientForm(ci),
 	})
-}
-
-// snippets are the README's configurations filled in with the application's values.
-func (p *Portal) snippets(ci *oidc.ClientInfo) []snippet {
-	issuer := p.issuer + "/oauth2"
-	redirect := ci.RedirectURIs[0]
-	env := "PALMGATE_CLIENT_SECRET"
-	return []snippet{
-		{"Go (github.com/coreos/go-oidc/v3/oidc, golang.org/x/oauth2)", fmt.Sprintf(`provider, err := oidc.NewProvider(ctx, %q)
-conf := oauth2.Config{
-	ClientID: %q, ClientSecret: os.Getenv(%q),
-	Endpoint: provider.Endpoint(), RedirectURL: %q,
-	Scopes: []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess},
-}
-// login:    http.Redirect(w, r, conf.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), http.StatusFound)
-// callback: tok, err := conf.Exchange(ctx, r.URL.Query().Get("code"), oauth2.VerifierOption(verifier))
-idToken, err := provider.Verifier(&oidc.Config{ClientID: %q}).Verify(ctx, tok.Extra("id_token").(string))
-// idToken.Subject is the user's pairwise id; check idToken.Nonce == nonce`, issuer, ci.ID, env, redirect, ci.ID)},
-		{"Node (openid-client v5)", fmt.Sprintf(`const { Issuer, generators } = require('openid-client');
-const issuer = await Issuer.discover('%s');
-const client = new issuer.Client({ client_id: '%s', client_secret: process.env.%s,
-  redirect_uris: ['%s'], response_types: ['code'] });
-// login:    res.redirect(client.authorizationUrl({ scope: 'openid offline_access', state, nonce, code_challenge, code_challenge_method: 'S256' }));
-// callback: const tokens = await client.callback('%s', client.callbackParams(req), { state, nonce, code_verifier });`,
-			issuer, ci.ID, env, redirect, redirect)},
-		{"Python (Authlib with Flask)", fmt.Sprintf(`oauth.register("palmgate", client_id=%q, client_secret=os.environ[%q],
-               server_metadata_url=%q,
-               client_kwargs={"scope": "openid offline_access", "code_challenge_method": "S256"})
-# login:    return oauth.palmgate.authorize_redirect(%q)
-# callback: token = oauth.palmgate.authorize_access_token(); sub = token["userinfo"]["sub"]`,
-			ci.ID, env, issuer+"/.well-known/openid-configuration", redirect)},
-		{"Caddyfile (protect an upstream, in the Caddy that runs palmgate)", `app.example.com {
-	palmgate_bearer {
-		scope openid
-	}
-	reverse_proxy 127.0.0.1:9000 {
-		header_up X-User-Sub {http.auth.user.id}
-	}
-}`},
-	}
 }

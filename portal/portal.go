@@ -310,7 +310,7 @@ func (p *Portal) create(w http.ResponseWriter, r *http.Request, s *session) {
 	logoutFields(r, &spec)
 	ci, secret, err := p.oidc.Clients().Create(r.Context(), spec)
 	if err != nil {
-		p.clientError(w, r, err)
+		p.createFailed(w, r, s, err)
 		return
 	}
 	if spec.Public {
@@ -345,6 +345,10 @@ func (p *Portal) update(w http.ResponseWriter, r *http.Request, s *session) {
 	logoutFields(r, &spec)
 	ci, err := p.oidc.Clients().Update(r.Context(), r.PathValue("id"), s.HumanID, spec)
 	if err != nil {
+		if status, msg, ok := clientFault(err); ok && status != http.StatusNotFound {
+			p.appFormFailed(w, r, s, "edit", status, msg)
+			return
+		}
 		p.clientError(w, r, err)
 		return
 	}
@@ -352,17 +356,17 @@ func (p *Portal) update(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (p *Portal) rotate(w http.ResponseWriter, r *http.Request, s *session) {
-	grace := oidc.DefaultSecretGrace
-	if g := r.PostFormValue("grace"); g != "" {
-		secs, err := strconv.Atoi(g)
-		if err != nil || secs < 0 {
-			p.fail(w, r, http.StatusBadRequest, "The grace period must be a number of seconds.")
-			return
-		}
-		grace = time.Duration(secs) * time.Second
+	grace, ok := parseGrace(r.PostFormValue("grace"))
+	if !ok {
+		p.appFormFailed(w, r, s, "rotate", http.StatusBadRequest, "The grace period is a duration such as 24h, 90m, 1d or 0s (0s stops the current secret at once).")
+		return
 	}
 	ci, secret, err := p.oidc.Clients().RotateSecret(r.Context(), r.PathValue("id"), s.HumanID, grace)
 	if err != nil {
+		if status, msg, ok := clientFault(err); ok && status != http.StatusNotFound {
+			p.appFormFailed(w, r, s, "rotate", status, msg)
+			return
+		}
 		p.clientError(w, r, err)
 		return
 	}
@@ -379,17 +383,11 @@ func (p *Portal) remove(w http.ResponseWriter, r *http.Request, s *session) {
 
 // clientError answers a registry error with its 4xx page.
 func (p *Portal) clientError(w http.ResponseWriter, r *http.Request, err error) {
-	var ce *fault.Error
-	switch {
-	case errors.Is(err, oidc.ErrClientNotFound):
-		p.fail(w, r, http.StatusNotFound, "There is no such application.")
-	case !errors.As(err, &ce) || ce.Kind == nil:
-		p.internal(w, r, err)
-	case errors.Is(err, oidc.ErrTooManyClients):
-		p.fail(w, r, http.StatusConflict, ce.Message)
-	default:
-		p.fail(w, r, http.StatusBadRequest, ce.Message)
+	if status, msg, ok := clientFault(err); ok {
+		p.fail(w, r, status, msg)
+		return
 	}
+	p.internal(w, r, err)
 }
 
 // internal answers a failure that is not the developer's: 503 with Retry-After

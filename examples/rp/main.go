@@ -1,8 +1,10 @@
-// Command rp is the smallest relying party of palmgate: the README's Go snippet
-// (go-oidc and x/oauth2) as a program. Register an application in the developer
-// portal with the redirect URI http://localhost:3000/callback, then:
+// Command rp is the smallest relying party of palmgate: go-oidc and x/oauth2 in
+// one file. The developer portal shows it filled in with an application's issuer,
+// client_id and redirect URI; examples/rp in palmgate's repository is the same
+// file with its flags to fill in. Save it as main.go in a new directory, then:
 //
-//	PALMGATE_CLIENT_SECRET=<secret> go run ./examples/rp -client-id <client_id>
+//	go mod init rp && go mod tidy
+//	PALMGATE_CLIENT_SECRET=<the secret> go run .
 //
 // and open http://localhost:3000/.
 package main
@@ -10,11 +12,12 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"flag"
 	"fmt"
+	"html"
 	"log"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 
@@ -22,19 +25,19 @@ import (
 	"golang.org/x/oauth2"
 )
 
-func random() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 func main() {
 	issuer := flag.String("issuer", "http://localhost:8080/oauth2", "palmgate's OIDC issuer")
 	clientID := flag.String("client-id", "", "the application's client_id (from the portal)")
+	redirectURI := flag.String("redirect-uri", "http://localhost:3000/callback", "a redirect URI registered for the application")
 	listen := flag.String("listen", "localhost:3000", "address to serve on")
 	flag.Parse()
-	if *clientID == "" || os.Getenv("PALMGATE_CLIENT_SECRET") == "" {
-		log.Fatal("give -client-id and the secret in PALMGATE_CLIENT_SECRET")
+	secret := os.Getenv("PALMGATE_CLIENT_SECRET")
+	if *clientID == "" || secret == "" {
+		log.Fatal("give -client-id and the client secret in PALMGATE_CLIENT_SECRET")
+	}
+	callback, err := url.Parse(*redirectURI)
+	if err != nil {
+		log.Fatalf("-redirect-uri: %v", err)
 	}
 	ctx := context.Background()
 	provider, err := oidc.NewProvider(ctx, *issuer)
@@ -42,8 +45,8 @@ func main() {
 		log.Fatalf("discovering %s: %v", *issuer, err)
 	}
 	conf := oauth2.Config{
-		ClientID: *clientID, ClientSecret: os.Getenv("PALMGATE_CLIENT_SECRET"),
-		Endpoint: provider.Endpoint(), RedirectURL: "http://" + *listen + "/callback",
+		ClientID: *clientID, ClientSecret: secret,
+		Endpoint: provider.Endpoint(), RedirectURL: *redirectURI,
 		Scopes: []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess},
 	}
 	verifier := provider.Verifier(&oidc.Config{ClientID: *clientID})
@@ -54,22 +57,30 @@ func main() {
 	logins := map[string]pending{}
 
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		state, p := random(), pending{nonce: random(), pkce: oauth2.GenerateVerifier()}
-		mu.Lock()
-		logins[state] = p
-		mu.Unlock()
-		http.Redirect(w, r, conf.AuthCodeURL(state, oidc.Nonce(p.nonce), oauth2.S256ChallengeOption(p.pkce)), http.StatusFound)
-	})
-	http.HandleFunc("/callback", func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		p, ok := logins[r.URL.Query().Get("state")]
-		delete(logins, r.URL.Query().Get("state"))
-		mu.Unlock()
-		if !ok {
-			http.Error(w, "unknown state: start again at /", http.StatusBadRequest)
+		q := r.URL.Query()
+		if r.URL.Path != callback.Path || !q.Has("state") {
+			// login: remember state, nonce and the PKCE verifier, send the browser to palmgate
+			state, p := rand.Text(), pending{nonce: rand.Text(), pkce: oauth2.GenerateVerifier()}
+			mu.Lock()
+			logins[state] = p
+			mu.Unlock()
+			http.Redirect(w, r, conf.AuthCodeURL(state, oidc.Nonce(p.nonce), oauth2.S256ChallengeOption(p.pkce)), http.StatusFound)
 			return
 		}
-		tok, err := conf.Exchange(r.Context(), r.URL.Query().Get("code"), oauth2.VerifierOption(p.pkce))
+		// callback: the browser is back with code, state and iss (or an error)
+		mu.Lock()
+		p, ok := logins[q.Get("state")]
+		delete(logins, q.Get("state"))
+		mu.Unlock()
+		switch {
+		case !ok:
+			http.Error(w, "unknown state: start again at /", http.StatusBadRequest)
+			return
+		case q.Has("error"):
+			http.Error(w, "palmgate answered "+q.Get("error")+": "+q.Get("error_description"), http.StatusForbidden)
+			return
+		}
+		tok, err := conf.Exchange(r.Context(), q.Get("code"), oauth2.VerifierOption(p.pkce))
 		if err != nil {
 			http.Error(w, "exchanging the code: "+err.Error(), http.StatusBadGateway)
 			return
@@ -80,7 +91,8 @@ func main() {
 			http.Error(w, fmt.Sprintf("verifying the ID token: %v", err), http.StatusBadGateway)
 			return
 		}
-		fmt.Fprintf(w, "Logged in with palmgate. Your pairwise sub: %s\n", idToken.Subject)
+		// idToken.Subject is the user's pairwise id; tok.RefreshToken comes with offline_access
+		fmt.Fprintf(w, `<!doctype html><title>Signed in</title><p id="signed-in">Signed in with palmgate as %s</p>`, html.EscapeString(idToken.Subject))
 	})
 	log.Printf("open http://%s/", *listen)
 	log.Fatal(http.ListenAndServe(*listen, nil))

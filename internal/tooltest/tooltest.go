@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -34,10 +35,36 @@ var (
 	Nginx    = Tool{Group: "nginx gateway tests", Install: "apt-get install nginx", find: fixedPath("/usr/sbin/nginx")}
 	Node     = Tool{Group: "openid-client and Auth.js relying-party tests (Node and npm)", Install: "apt-get install nodejs npm", find: findNode}
 	Go       = Tool{Group: "oauth2-proxy and zitadel relying-party tests (go build of integration/rp)", Install: "a Go toolchain on PATH and the Go module proxy", find: lookPath("go")}
+	Authlib  = Tool{Group: "portal's Python snippet tests (python3 with Authlib, Flask and requests)", Install: "apt-get install python3-authlib python3-flask python3-requests", find: findAuthlib}
 )
 
 // All is every tool, in the order `make test` reports them.
-var All = []Tool{Chromium, Nginx, Node, Go}
+var All = []Tool{Chromium, Nginx, Node, Go, Authlib}
+
+// findAuthlib finds a python3 that imports what the portal's Python snippet does:
+// Debian's (where apt installs python3-authlib), else the one on PATH.
+func findAuthlib() (string, error) {
+	var why []string
+	for _, python := range []string{"/usr/bin/python3", "python3"} {
+		p, err := exec.LookPath(python)
+		if err != nil {
+			why = append(why, python+" is missing")
+			continue
+		}
+		out, err := exec.Command(p, "-c", "import authlib, flask, requests").CombinedOutput()
+		if err == nil {
+			return p, nil
+		}
+		why = append(why, p+": "+lastLine(string(out)))
+	}
+	return "", fmt.Errorf("no python3 imports authlib, flask and requests (%s)", strings.Join(why, "; "))
+}
+
+// lastLine is s's last non-empty line (a Python traceback's error).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
 
 // Find returns the tool's path, or why it is missing.
 func (tl Tool) Find() (string, error) { return tl.find() }
