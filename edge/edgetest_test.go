@@ -140,6 +140,9 @@ type envOptions struct {
 	clients []oidc.Client
 	// ssoSession is oidc.Config.SSOSession (zero: off).
 	ssoSession time.Duration
+	// registration and metadata are oidc.Config's Registration and ClientMetadata.
+	registration oidc.RegistrationConfig
+	metadata     oidc.MetadataFetcher
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -190,7 +193,8 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 			RedirectURIs: []string{testRedirect}, PostLogoutRedirectURIs: []string{testPostLogout},
 			Scopes: []string{"openid", "offline_access", "orders"},
 		}}, o.clients...),
-		SSOSession: o.ssoSession,
+		SSOSession:   o.ssoSession,
+		Registration: o.registration, ClientMetadata: o.metadata,
 	})
 	if err != nil {
 		t.Fatalf("oidc.NewService: %v", err)
