@@ -26,7 +26,6 @@ func (f *fakeDocs) Fetch(_ context.Context, id string) ([]byte, error) {
 	return []byte(doc), nil
 }
 
-
 // TestMetadataDocumentClientLogs: a client whose client_id is the URL of its
 // metadata document logs in with PKCE and no secret; the consent screen names
 // the document's host; discovery says documents are supported.
@@ -82,20 +81,20 @@ func TestMetadataDocumentRefusals(t *testing.T) {
 	}}
 	h.svc.clients.metadata = docs
 	for id, why := range map[string]string{
-		"https://a.example.test/other":          "names another client_id",
-		"https://a.example.test/none":           "names another client_id",
-		"https://a.example.test/post":           "public",
-		"https://a.example.test/sec":            "public",
-		"https://a.example.test/bidi":           "name",
-		"https://a.example.test/http":           "https",
-		"https://a.example.test/nouri":          "no redirect_uris",
-		"https://a.example.test/grant":          "grant_types",
-		"https://a.example.test/array":          "not a JSON object",
-		"https://a.example.test/missing":        "larger than",
-		"https://a.example.test":                "must have a path",
-		"https://a.example.test/a/../b":         "dot segments",
-		"https://a.example.test/c.json#f":       "fragment",
-		"https://u:p@a.example.test/c.json":     "user information",
+		"https://a.example.test/other":                                          "names another client_id",
+		"https://a.example.test/none":                                           "names another client_id",
+		"https://a.example.test/post":                                           "public",
+		"https://a.example.test/sec":                                            "public",
+		"https://a.example.test/bidi":                                           "name",
+		"https://a.example.test/http":                                           "https",
+		"https://a.example.test/nouri":                                          "no redirect_uris",
+		"https://a.example.test/grant":                                          "grant_types",
+		"https://a.example.test/array":                                          "not a JSON object",
+		"https://a.example.test/missing":                                        "larger than",
+		"https://a.example.test":                                                "must have a path",
+		"https://a.example.test/a/../b":                                         "dot segments",
+		"https://a.example.test/c.json#f":                                       "fragment",
+		"https://u:p@a.example.test/c.json":                                     "user information",
 		"https://a.example.test/" + strings.Repeat("x", MaxMetadataClientIDLen): "at most",
 	} {
 		_, err := h.svc.Authorize(context.Background(), regParams(id, regLoopback), testBrowser)
