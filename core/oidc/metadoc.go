@@ -139,6 +139,11 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 	if name == "" {
 		name = u.Hostname()
 	}
+	for _, u := range doc.RedirectURIs {
+		if err := CheckRedirectURI("redirect_uri", u, false); err != nil { // as selfreg.go, even in dev mode
+			return nil, metaErr(id, "its client metadata document: %s", err.Error())
+		}
+	}
 	spec := ClientSpec{Name: &name, RedirectURIs: doc.RedirectURIs}
 	if err := r.validateSpec(&spec); err != nil {
 		return nil, metaErr(id, "its client metadata document: %s", err.Error())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/palmgate/palmgate/core/fault"
@@ -132,6 +133,13 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 	}
 	if len(req.RedirectURIs) == 0 {
 		return nil, regError(ErrInvalidRedirectURI, "redirect_uris: at least one is required")
+	}
+	for _, u := range req.RedirectURIs {
+		// https, or http on a loopback host (RFC 8252) even in dev mode: an
+		// anonymous client gets no plain-http redirect elsewhere.
+		if err := CheckRedirectURI("redirect_uri", strings.TrimSpace(u), false); err != nil {
+			return nil, regError(ErrInvalidRedirectURI, "%s", err.Error())
+		}
 	}
 	uris := ClientSpec{RedirectURIs: req.RedirectURIs}
 	if err := r.validateSpec(&uris); err != nil {

@@ -135,10 +135,13 @@ func TestRegisterRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h.openRegistration(RegistrationConfig{})
-			_, err := h.svc.Register(context.Background(), tc.req, regAddress)
-			f, isFault := fault.As(err)
-			if !isFault || f.Code != tc.code || f.Class != fault.Invalid {
-				t.Fatalf("Register = %v; want %s", err, tc.code)
+			for _, dev := range []bool{false, true} { // dev mode allows no more
+				h.svc.clients.devRedirects = dev
+				_, err := h.svc.Register(context.Background(), tc.req, regAddress)
+				f, isFault := fault.As(err)
+				if !isFault || f.Code != tc.code || f.Class != fault.Invalid {
+					t.Fatalf("Register (dev %v) = %v; want %s", dev, err, tc.code)
+				}
 			}
 		})
 	}
