@@ -58,7 +58,7 @@ func TestDynamicRegistrationLogin(t *testing.T) {
 
 	public := e.registeredClient(t, map[string]any{"client_name": "MCP CLI", "token_endpoint_auth_method": "none",
 		"redirect_uris": []string{"http://127.0.0.1:49213/callback", "http://[::1]:8123/cb", "https://tools.example/cb"},
-		"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"}})
+		"grant_types":   []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"}})
 	if !public.public {
 		t.Fatal("a none registration got a secret")
 	}
