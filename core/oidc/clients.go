@@ -74,6 +74,9 @@ type client struct {
 	// self-registered; expiresAt: when a self-registration lapses (zero: never).
 	notice    string
 	expiresAt time.Time
+	// loopbackAnyPort: a loopback IP redirect URI matches with any port (RFC 8252
+	// 7.3; loopback.go).
+	loopbackAnyPort bool
 	// postLogoutRedirectURIs: see Client.PostLogoutRedirectURIs.
 	postLogoutRedirectURIs []string
 	// idTokenAlg signs its ID tokens (IDTokenAlgs).
@@ -214,7 +217,8 @@ func (r *Clients) authenticateStatic(id, secret string) *client {
 	return cl
 }
 
-// allowsRedirect reports whether uri is registered for the client (exact match).
+// allowsRedirect reports whether uri is registered for the client (exact match;
+// for a self-registered client, a loopback IP one with any port: loopback.go).
 func (cl *client) allowsRedirect(uri string) bool {
-	return slices.Contains(cl.redirectURIs, uri)
+	return slices.Contains(cl.redirectURIs, uri) || cl.allowsLoopbackPort(uri)
 }

@@ -152,6 +152,6 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 		id: id, name: *spec.Name, sector: id, redirectURIs: spec.RedirectURIs,
 		scopes: DefaultScopes, dynamic: true, selfRegistered: true, notice: MetadataNotice(u.Host),
 		idTokenAlg: IDTokenAlgs[0], accessTokenAudience: AudienceBaseURL,
-		public: true,
+		public: true, loopbackAnyPort: true,
 	}, nil
 }

@@ -220,7 +220,8 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 	}
 	return &client{
 		id: rec.ID, name: name, sector: rec.Sector, redirectURIs: rec.RedirectURIs, notice: notice, expiresAt: rec.ExpiresAt,
-		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: notice != "",
+		loopbackAnyPort: rec.SelfRegistered,
+		scopes:          DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: notice != "",
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
 		accessTokenAudience: orDefault(rec.AccessTokenAudience, AudienceBaseURL),
 		public:              rec.Public, origins: rec.origins(),

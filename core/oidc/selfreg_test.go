@@ -230,3 +230,47 @@ func (h *harness) rawRecord(t *testing.T, id string) *clientRecord {
 	}
 	return rec
 }
+
+// TestLoopbackAnyPort: a self-registered client's loopback IP redirect URI
+// matches with any port (RFC 8252 7.3), and the token endpoint wants the URI the
+// request used; nothing else about the URI may differ, localhost keeps its port,
+// and the operator's clients keep the exact match.
+func TestLoopbackAnyPort(t *testing.T) {
+	h := newHarness(t)
+	h.openRegistration(RegistrationConfig{})
+	out := h.register(t, RegistrationRequest{RedirectURIs: []string{"http://127.0.0.1:1234/cb?x=1", "http://[::1]/cb", regLoopback},
+		TokenEndpointAuthMethod: "none"}, regAddress)
+	for _, uri := range []string{"http://127.0.0.1:50123/cb?x=1", "http://[::1]:8080/cb", "http://127.0.0.1:1234/cb?x=1"} {
+		h.authorize(t, regParams(out.ClientID, uri))
+	}
+	l := h.login(t, regParams(out.ClientID, "http://127.0.0.1:50123/cb?x=1"), "alice")
+	_, err := h.token("grant_type", "authorization_code", "client_id", out.ClientID, "code", l.code,
+		"redirect_uri", "http://127.0.0.1:1234/cb?x=1", "code_verifier", spaVerifier)
+	wantError(t, err, ErrInvalidGrant)
+	l = h.login(t, regParams(out.ClientID, "http://127.0.0.1:50123/cb?x=1"), "alice")
+	if _, err := h.token("grant_type", "authorization_code", "client_id", out.ClientID, "code", l.code,
+		"redirect_uri", "http://127.0.0.1:50123/cb?x=1", "code_verifier", spaVerifier); err != nil {
+		t.Fatalf("exchange with the port the request used: %v", err)
+	}
+	for _, uri := range []string{
+		"http://127.0.0.1:50123/cb",        // the query differs
+		"http://127.0.0.1:50123/cb?x=2",    // the query differs
+		"http://127.0.0.1:50123/other?x=1", // the path differs
+		"https://127.0.0.1:50123/cb?x=1",   // the scheme differs
+		"http://127.0.0.2:50123/cb?x=1",    // another loopback address
+		"http://localhost:9999/callback",   // localhost keeps its port
+		"http://[::1]:8080/cb#f",           // a fragment
+		"http://u@127.0.0.1:50123/cb?x=1",  // user information
+		"http://127.0.0.1:0/cb?x=1",        // port 0
+		"http://evil.example:1234/cb?x=1",  // not loopback
+	} {
+		_, err := h.svc.Authorize(context.Background(), regParams(out.ClientID, uri), testBrowser)
+		if oe := wantError(t, err, ErrInvalidRequest); oe.RedirectURI != "" {
+			t.Errorf("%s: sent back to the client", uri)
+		}
+	}
+	// The operator's client with a loopback URI keeps the exact match.
+	_, err = h.svc.Authorize(context.Background(), params("redirect_uri", "http://127.0.0.1:9090/callback"), testBrowser)
+	wantError(t, err, ErrInvalidRequest)
+	h.authorize(t, params("redirect_uri", appLoopback))
+}
