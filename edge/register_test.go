@@ -86,6 +86,7 @@ func TestRegisterRefusals(t *testing.T) {
 
 	off := newEnv(t)
 	wantStatus(t, off.postJSON(t, "/oauth2/register", body), http.StatusNotFound)
+	wantStatus(t, off.get(t, "/oauth2/register"), http.StatusNotFound) // not 405: no trace of the route
 	if d := decode(t, off.get(t, "/oauth2/.well-known/openid-configuration")); d["registration_endpoint"] != nil || d["client_id_metadata_document_supported"] != nil {
 		t.Fatalf("discovery names registration or documents while off: %v", d)
 	}

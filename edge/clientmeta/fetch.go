@@ -64,10 +64,15 @@ type Config struct {
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	// Resolver resolves hosts; nil: net.DefaultResolver.
-	Resolver *net.Resolver
+	Resolver Resolver
 	// TLS is the TLS configuration (its RootCAs); nil: the system's roots (which
 	// SSL_CERT_FILE and SSL_CERT_DIR replace, as for every Go program).
 	TLS *tls.Config
+}
+
+// Resolver resolves a host name to its addresses (net.Resolver does).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // Fetcher fetches and caches documents; safe for concurrent use.

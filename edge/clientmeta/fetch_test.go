@@ -152,3 +152,42 @@ func TestBlocked(t *testing.T) {
 		}
 	}
 }
+
+// fakeResolver answers every name with addrs.
+type fakeResolver []netip.Addr
+
+func (f fakeResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) { return f, nil }
+
+// TestFetchDialsTheCheckedAddress: the name is resolved once, by the fetcher,
+// and the connection goes to the address it checked (here the test server, on
+// loopback, which the name example.com resolves to); TLS still verifies the
+// name. Without the allowance the same answer is refused before any connection.
+func TestFetchDialsTheCheckedAddress(t *testing.T) {
+	var hits atomic.Int32
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if !strings.HasPrefix(r.Host, "example.com:") {
+			t.Errorf("Host %q: want the URL's name", r.Host)
+		}
+		jsonDoc(w, `{}`)
+	}
+	resolver := fakeResolver{netip.MustParseAddr("127.0.0.1")}
+	srv, allowed := docServer(t, handler, Config{AllowPrivate: true, Resolver: resolver})
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "https://"), ":")
+	named := "https://example.com:" + port + "/doc" // in the test certificate's names
+	if _, err := allowed.Fetch(context.Background(), named); err != nil {
+		t.Fatalf("Fetch through the resolved address: %v", err)
+	}
+	_, strict := docServer(t, handler, Config{Resolver: resolver})
+	if _, err := strict.Fetch(context.Background(), named); err == nil || !strings.Contains(err.Error(), "127.0.0.1, a private, loopback") {
+		t.Fatalf("a name resolving to loopback without the allowance: %v", err)
+	}
+	// A name that resolves to a public and a private address: the private one is
+	// never dialled (here the public one is unreachable, a documentation address
+	// being refused too, so the fetch fails without touching the server).
+	hits.Store(0)
+	_, mixed := docServer(t, handler, Config{Resolver: fakeResolver{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("127.0.0.1")}})
+	if _, err := mixed.Fetch(context.Background(), named); err == nil || hits.Load() != 0 {
+		t.Fatalf("a name with a private address reached the server (%d hits): %v", hits.Load(), err)
+	}
+}
