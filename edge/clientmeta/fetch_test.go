@@ -156,7 +156,9 @@ func TestBlocked(t *testing.T) {
 // fakeResolver answers every name with addrs.
 type fakeResolver []netip.Addr
 
-func (f fakeResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) { return f, nil }
+func (f fakeResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return f, nil
+}
 
 // TestFetchDialsTheCheckedAddress: the name is resolved once, by the fetcher,
 // and the connection goes to the address it checked (here the test server, on
