@@ -127,6 +127,10 @@ type ClientInfo struct {
 	// AllowedOrigins are the origins allowed to call its endpoints from a browser
 	// (CORS): the configured ones, and a public client's redirect URIs' origins.
 	AllowedOrigins []string `json:"allowed_origins"`
+	// SelfRegistered: registered through RFC 7591 (/oauth2/register), lapsing at
+	// ExpiresAt unless used (selfreg.go).
+	SelfRegistered bool      `json:"self_registered,omitempty"`
+	ExpiresAt      time.Time `json:"expires_at,omitzero"`
 }
 
 // SecretInfo is one live secret of a dynamic client: the current one, or the
@@ -162,7 +166,8 @@ func (r *clientRecord) info(now time.Time) *ClientInfo {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256),
 		AccessTokenAudience:     orDefault(r.AccessTokenAudience, AudienceBaseURL),
-		TokenEndpointAuthMethod: authMethod(r.Public), AllowedOrigins: orEmpty(r.origins())}
+		TokenEndpointAuthMethod: authMethod(r.Public), AllowedOrigins: orEmpty(r.origins()),
+		SelfRegistered: r.SelfRegistered, ExpiresAt: r.ExpiresAt}
 	for _, s := range r.Secrets {
 		switch {
 		case s.ExpiresAt.IsZero():

@@ -54,6 +54,9 @@ func TestRegisterPublicAndLogin(t *testing.T) {
 		strings.Join(out.GrantTypes, " ") != "authorization_code refresh_token" || out.ClientIDIssuedAt != h.clock.Now().Unix() {
 		t.Fatalf("registration echo = %+v", out)
 	}
+	if ci, err := h.svc.Clients().Get(context.Background(), out.ClientID); err != nil || !ci.SelfRegistered || ci.ExpiresAt.IsZero() {
+		t.Fatalf("the admin view = %+v, %v; want self_registered and expires_at", ci, err)
+	}
 	rec := h.rawRecord(t, out.ClientID)
 	if !rec.SelfRegistered || rec.Network != "198.51.100.0/24" || !rec.ExpiresAt.Equal(h.clock.Now().Add(DefaultRegistrationUnused)) {
 		t.Fatalf("record = %+v; want self-registered from 198.51.100.0/24, lapsing in 24h", rec)
