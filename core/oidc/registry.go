@@ -14,7 +14,6 @@ import (
 	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
-	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -216,13 +215,7 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 	if r.checkName(name) != nil {
 		name = rec.ID // a name stored before today's rules is not shown (registry_name.go)
 	}
-	notice := ""
-	switch {
-	case rec.SelfRegistered:
-		notice = RegisteredNotice
-	case rec.Owner != "":
-		notice = palm.SelfRegisteredNotice
-	}
+	notice := rec.notice()
 	return &client{
 		id: rec.ID, name: name, sector: rec.Sector, redirectURIs: rec.RedirectURIs, notice: notice, expiresAt: rec.ExpiresAt,
 		loopbackAnyPort: rec.SelfRegistered,
@@ -351,13 +344,8 @@ func (r *Clients) create(ctx context.Context, spec ClientSpec, sr *selfReg) (*Cl
 		ttl = r.recordTTL(rec.ExpiresAt)
 	}
 	err = r.store.Update(ctx, func(txn storage.Txn) error {
-		if sr != nil {
-			if err := r.checkRegistrationCaps(txn, sr, rec.ID); err != nil {
-				return err
-			}
-			if err := putSelfReg(txn, rec, ttl); err != nil {
-				return err
-			}
+		if err := r.putSelfRegistered(txn, sr, rec, ttl); err != nil {
+			return err
 		}
 		if spec.Owner != "" {
 			// Every create of an owner reads and writes one key: concurrent creates

@@ -231,6 +231,30 @@ func orDefaultInt(v, def int) int {
 	return v
 }
 
+// putSelfRegistered checks the caps and writes the index entry of rec, a client
+// self-registered as sr says; nothing when sr is nil (any other client).
+func (r *Clients) putSelfRegistered(txn storage.Txn, sr *selfReg, rec *clientRecord, ttl time.Duration) error {
+	if sr == nil {
+		return nil
+	}
+	if err := r.checkRegistrationCaps(txn, sr, rec.ID); err != nil {
+		return err
+	}
+	return putSelfReg(txn, rec, ttl)
+}
+
+// notice is the words beside a dynamic client's name on the consent screen: a
+// self-registered one's (RFC 7591), a portal one's, or none.
+func (rec *clientRecord) notice() string {
+	switch {
+	case rec.SelfRegistered:
+		return RegisteredNotice
+	case rec.Owner != "":
+		return palm.SelfRegisteredNotice
+	}
+	return ""
+}
+
 // putSelfReg writes the index entry of a self-registered client: its expiry (ms),
 // with a store TTL a little past it.
 func putSelfReg(txn storage.Txn, rec *clientRecord, ttl time.Duration) error {
