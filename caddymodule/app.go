@@ -147,6 +147,14 @@ type App struct {
 	// `caddy palmgate keys rotate`; retired keys are deleted all the same).
 	KeyRotation caddy.Duration `json:"key_rotation,omitempty"`
 
+	// Registration configures RFC 7591 dynamic client registration (registration.go).
+	// Default: off.
+	Registration *Registration `json:"registration,omitempty"`
+
+	// ClientMetadataDocuments configures client ID metadata documents
+	// (registration.go). Default: off.
+	ClientMetadataDocuments *ClientMetadataDocuments `json:"client_metadata_documents,omitempty"`
+
 	store    storage.Store
 	storeKey string
 	palm     *palm.Service
@@ -293,11 +301,12 @@ func (a *App) Provision(ctx caddy.Context) error {
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
 		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: a.withPortalClient(a.oidcClients()),
 		PairwiseSecret: a.PairwiseSecret, DevRedirects: a.Dev, MaxClientsPerOwner: a.maxApplications(),
-		AccessTTL:  time.Duration(a.AccessTokenTTL),
-		RefreshTTL: time.Duration(a.RefreshTokenTTL),
-		CodeTTL:    time.Duration(a.AuthCodeTTL),
-		Events:     events,
-		SSOSession: time.Duration(a.SSOSession),
+		AccessTTL:    time.Duration(a.AccessTokenTTL),
+		RefreshTTL:   time.Duration(a.RefreshTokenTTL),
+		CodeTTL:      time.Duration(a.AuthCodeTTL),
+		Events:       events,
+		SSOSession:   time.Duration(a.SSOSession),
+		Registration: a.registrationConfig(), ClientMetadata: a.clientMetadata(),
 	})
 	if err != nil {
 		return err
@@ -415,6 +424,9 @@ func (a *App) Validate() error {
 		return err
 	}
 	if err := a.validateKeyRotation(); err != nil {
+		return err
+	}
+	if err := a.validateRegistration(); err != nil {
 		return err
 	}
 	return oidc.CheckClients(a.oidcClients(), a.Dev)

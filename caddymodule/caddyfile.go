@@ -62,6 +62,8 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		portal off | portal { max_applications <n> }
 //		palm_app_url <url>
 //		key_rotation <duration> | off
+//		registration open | off [{ max_clients <n>|off; per_network <n>|off; unused <duration> }]
+//		client_metadata_documents on | off [{ allow_private }]
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -131,6 +133,18 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := parseKeyRotation(d, &a.KeyRotation); err != nil {
 				return err
 			}
+		case "registration":
+			rc, err := parseRegistration(d)
+			if err != nil {
+				return err
+			}
+			a.Registration = rc
+		case "client_metadata_documents":
+			mc, err := parseClientMetadataDocuments(d)
+			if err != nil {
+				return err
+			}
+			a.ClientMetadataDocuments = mc
 		case "portal":
 			pc, err := parsePortal(d)
 			if err != nil {

@@ -142,6 +142,9 @@ type envOptions struct {
 	ssoSession time.Duration
 	// palmAppURL is edge.Config.PalmAppURL.
 	palmAppURL string
+	// registration and metadata are oidc.Config's Registration and ClientMetadata.
+	registration oidc.RegistrationConfig
+	metadata     oidc.MetadataFetcher
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -192,7 +195,8 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 			RedirectURIs: []string{testRedirect}, PostLogoutRedirectURIs: []string{testPostLogout},
 			Scopes: []string{"openid", "offline_access", "orders"},
 		}}, o.clients...),
-		SSOSession: o.ssoSession,
+		SSOSession:   o.ssoSession,
+		Registration: o.registration, ClientMetadata: o.metadata,
 	})
 	if err != nil {
 		t.Fatalf("oidc.NewService: %v", err)

@@ -148,20 +148,21 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		}
 		s.answerClient(w, r, step.Redirect)
 	default:
-		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, c.Request.SelfRegistered)})
+		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, c.Request.ClientNotice)})
 	}
 }
 
 // loginLines tells the person, in words, what the application asks for, and
-// whether a developer rather than the operator registered it.
-func loginLines(clientName string, scopes []string, selfRegistered bool) []template.HTML {
+// whether a developer rather than the operator registered it (notice: the words
+// that say so, which name the host of a client ID metadata document).
+func loginLines(clientName string, scopes []string, notice string) []template.HTML {
 	lines := []template.HTML{
 		template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> asks you to sign in with your palm. It receives:"),
 	}
-	if selfRegistered {
+	if notice != "" {
 		lines = []template.HTML{
 			template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> (<span id=\"self-registered\">" +
-				template.HTMLEscapeString(palm.SelfRegisteredNotice) + "</span>) asks you to sign in with your palm. It receives:"),
+				template.HTMLEscapeString(notice) + "</span>) asks you to sign in with your palm. It receives:"),
 		}
 	}
 	for _, words := range oidc.DescribeScopes(scopes) {

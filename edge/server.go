@@ -147,6 +147,9 @@ func (s *Server) routes() *http.ServeMux {
 	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": s.limited(s.handleAuthorize, s.writeOAuthOrPage), "POST": s.limited(s.handleAuthorize, s.writeOAuthOrPage)})
 	route("/oauth2/verify", map[string]http.HandlerFunc{"GET": s.handleLoginPage})
 	route("/oauth2/consent", map[string]http.HandlerFunc{"GET": s.handleConsentPage, "POST": s.limited(s.handleConsent, s.writeConsentError)})
+	if s.oidc != nil && s.oidc.RegistrationOpen() { // off: no route, 404 whatever the method (register.go)
+		route("/oauth2/register", map[string]http.HandlerFunc{"POST": s.limited(s.handleRegister, s.writeOAuthError)})
+	}
 	route("/oauth2/token", s.withCORS(map[string]http.HandlerFunc{"POST": s.handleToken}))
 	route("/oauth2/userinfo", s.withCORS(map[string]http.HandlerFunc{"GET": s.handleUserinfo, "POST": s.handleUserinfo}))
 	route("/oauth2/.well-known/openid-configuration", s.withCORS(map[string]http.HandlerFunc{"GET": s.handleDiscovery}))

@@ -206,7 +206,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary, Address: browser.Address,
 	}
 	if cl.selfRegistered {
-		req.SelfRegistered, req.ClientNotice = true, palm.SelfRegisteredNotice
+		req.SelfRegistered, req.ClientNotice = true, cl.notice
 	}
 	c, err := s.palm.New(palm.PurposeLogin, ar.ID, req, s.loginTTL)
 	if err != nil {

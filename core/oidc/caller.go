@@ -28,7 +28,7 @@ type caller struct {
 // caller returns the caller of a token request presenting id and secret: a static
 // client authenticated now (invalid_client when it fails), or a dynamic one that
 // caller.in authenticates.
-func (r *Clients) caller(id, secret string) (*caller, error) {
+func (r *Clients) caller(ctx context.Context, id, secret string) (*caller, error) {
 	if id == "" {
 		return nil, oauthError(ErrInvalidClient, "client authentication failed")
 	}
@@ -39,6 +39,18 @@ func (r *Clients) caller(id, secret string) (*caller, error) {
 		cl := r.authenticateStatic(id, secret)
 		if cl == nil {
 			return nil, oauthError(ErrInvalidClient, "client authentication failed")
+		}
+		return &caller{reg: r, id: id, static: cl}, nil
+	}
+	if IsMetadataClientID(id) && r.metadata != nil {
+		// A client ID metadata document's client (metadoc.go): public, read from its
+		// document (or the fetcher's cache), not from the store.
+		cl, err := r.metadataClient(ctx, id)
+		switch {
+		case err != nil || cl == nil:
+			return nil, oauthError(ErrInvalidClient, "client authentication failed: the client's metadata document is unusable")
+		case secret != "":
+			return nil, errPublicSecret()
 		}
 		return &caller{reg: r, id: id, static: cl}, nil
 	}
@@ -85,6 +97,8 @@ func (c *caller) in(txn storage.Txn) (*client, error) {
 		return nil, oauthError(ErrInvalidClient, "client authentication failed")
 	case err != nil:
 		return nil, err
+	case !rec.ExpiresAt.IsZero() && !c.reg.now().Before(rec.ExpiresAt):
+		return nil, oauthError(ErrInvalidClient, "the client's registration lapsed") // selfreg.go
 	}
 	cl := c.reg.dynamicClient(rec)
 	if !c.trusted && cl.public && c.secret != "" {

@@ -70,6 +70,13 @@ type client struct {
 	// selfRegistered: a dynamic client a developer registered (in the portal),
 	// not the operator; the consent screen says so.
 	selfRegistered bool
+	// notice: the words beside its name on the consent screen when it is
+	// self-registered; expiresAt: when a self-registration lapses (zero: never).
+	notice    string
+	expiresAt time.Time
+	// loopbackAnyPort: a loopback IP redirect URI matches with any port (RFC 8252
+	// 7.3; loopback.go).
+	loopbackAnyPort bool
 	// postLogoutRedirectURIs: see Client.PostLogoutRedirectURIs.
 	postLogoutRedirectURIs []string
 	// idTokenAlg signs its ID tokens (IDTokenAlgs).
@@ -102,6 +109,8 @@ type Clients struct {
 	clientKey    []byte
 	devRedirects bool
 	maxPerOwner  int
+	reg          RegistrationConfig
+	metadata     MetadataFetcher
 	// deleted runs once a dynamic client's deletion has committed (the provider
 	// revokes its grants).
 	deleted func(ctx context.Context, id string) error
@@ -115,6 +124,7 @@ func newClients(ctx context.Context, cfg Config, now func() time.Time) (*Clients
 		return nil, err
 	}
 	c := &Clients{store: cfg.Store, now: now, devRedirects: dev, maxPerOwner: cfg.MaxClientsPerOwner, events: cfg.Events,
+		reg: cfg.Registration, metadata: cfg.ClientMetadata,
 		macKey: make([]byte, 32), byID: make(map[string]*client, len(list)), origins: map[string]bool{}}
 	if c.maxPerOwner <= 0 {
 		c.maxPerOwner = DefaultMaxClientsOwner
@@ -207,7 +217,8 @@ func (r *Clients) authenticateStatic(id, secret string) *client {
 	return cl
 }
 
-// allowsRedirect reports whether uri is registered for the client (exact match).
+// allowsRedirect reports whether uri is registered for the client (exact match;
+// for a self-registered client, a loopback IP one with any port: loopback.go).
 func (cl *client) allowsRedirect(uri string) bool {
-	return slices.Contains(cl.redirectURIs, uri)
+	return slices.Contains(cl.redirectURIs, uri) || cl.allowsLoopbackPort(uri)
 }

@@ -13,6 +13,7 @@ type Discovery struct {
 	AuthorizationResponseISSParameterSupported bool     `json:"authorization_response_iss_parameter_supported"` // RFC 9207: iss on every authorization response
 	ClaimsParameterSupported                   bool     `json:"claims_parameter_supported"`
 	ClaimsSupported                            []string `json:"claims_supported"`
+	ClientIDMetadataDocumentSupported          bool     `json:"client_id_metadata_document_supported,omitempty"` // metadoc.go
 	CodeChallengeMethodsSupported              []string `json:"code_challenge_methods_supported"`
 	EndSessionEndpoint                         string   `json:"end_session_endpoint"`
 	GrantTypesSupported                        []string `json:"grant_types_supported"`
@@ -22,6 +23,7 @@ type Discovery struct {
 	Issuer                                     string   `json:"issuer"`
 	JWKSURI                                    string   `json:"jwks_uri"`
 	PromptValuesSupported                      []string `json:"prompt_values_supported"`
+	RegistrationEndpoint                       string   `json:"registration_endpoint,omitempty"` // RFC 7591, when open (selfreg.go)
 	RequestParameterSupported                  bool     `json:"request_parameter_supported"`
 	RequestURIParameterSupported               bool     `json:"request_uri_parameter_supported"`
 	ResponseModesSupported                     []string `json:"response_modes_supported"`
@@ -46,7 +48,7 @@ var publicAuthMethods = []string{"client_secret_post", "client_secret_basic", To
 // Discovery returns the provider's metadata.
 func (s *Service) Discovery() *Discovery {
 	iss := s.issuer
-	return &Discovery{
+	d := &Discovery{
 		Issuer:                iss,
 		ACRValuesSupported:    []string{ACRPalm},
 		AuthorizationEndpoint: iss + "/authorize",
@@ -72,5 +74,10 @@ func (s *Service) Discovery() *Discovery {
 		EndSessionEndpoint:                         iss + "/logout",
 		AuthorizationResponseISSParameterSupported: true,
 		ClaimsParameterSupported:                   false,
+		ClientIDMetadataDocumentSupported:          s.clients.metadata != nil,
 	}
+	if s.clients.reg.Open {
+		d.RegistrationEndpoint = iss + "/register"
+	}
+	return d
 }

@@ -112,7 +112,7 @@ func (s *Service) Token(ctx context.Context, req ClientRequest) (*TokenResponse,
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.clients.caller(id, secret)
+	c, err := s.clients.caller(ctx, id, secret)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import "crypto/sha256"
 //	oidc/client-owner/{owner}   -> the owner's last created client id (serialises creates)
 //	oidc/client-secret-key      -> key of the dynamic clients' secret hashes
 //	oidc/cors-origin/{origin}/{clientId} -> "" (the dynamic clients' allowed origins, for CORS)
+//	oidc/selfreg/{network}/{clientId} -> expiry in ms (RFC 7591 clients, for their caps; network "" when uncounted)
+//	oidc/selfreg-mark           -> the last self-registered client id (serialises registrations)
 //	oidc/sso/{sha256(id)}       -> SSO session (JSON), until it expires
 //	oidc/consent/{humanId}/{clientId} -> scopes the human consented to (JSON)
 //
@@ -35,9 +37,12 @@ func originPrefix(origin string) []byte { return []byte("oidc/cors-origin/" + or
 func originKey(origin, id string) []byte {
 	return []byte("oidc/cors-origin/" + origin + "/" + id)
 }
-func pairwiseSecretKey() []byte   { return []byte("oidc/pairwise-secret") }
-func revokedPrefix() []byte       { return []byte("oidc/revoked/") }
-func revokedKey(id string) []byte { return []byte("oidc/revoked/" + id) }
+func selfRegPrefix() []byte                { return []byte("oidc/selfreg/") }
+func selfRegKey(network, id string) []byte { return []byte("oidc/selfreg/" + network + "/" + id) }
+func selfRegMarkKey() []byte               { return []byte("oidc/selfreg-mark") }
+func pairwiseSecretKey() []byte            { return []byte("oidc/pairwise-secret") }
+func revokedPrefix() []byte                { return []byte("oidc/revoked/") }
+func revokedKey(id string) []byte          { return []byte("oidc/revoked/" + id) }
 
 func codeKey(code string) []byte {
 	sum := sha256.Sum256([]byte(code))

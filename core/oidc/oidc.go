@@ -66,6 +66,11 @@ type Config struct {
 	// MaxClientsPerOwner bounds the dynamic clients of one owner (developer).
 	// Default: DefaultMaxClientsOwner.
 	MaxClientsPerOwner int
+	// Registration switches and bounds RFC 7591 registration (selfreg.go).
+	Registration RegistrationConfig
+	// ClientMetadata fetches client ID metadata documents (metadoc.go); nil: a
+	// client_id that is a URL is unknown.
+	ClientMetadata MetadataFetcher
 	// Events receives logins, token grants, reuses, logouts and changes of
 	// clients (core/event); nil: none.
 	Events event.Sink

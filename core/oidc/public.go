@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/palmgate/palmgate/storage"
 )
@@ -149,7 +150,7 @@ func (r *Clients) ClientOriginAllowed(ctx context.Context, clientID, origin stri
 
 // putOrigins indexes a dynamic client's allowed origins (OriginAllowed) and
 // removes the entries of the origins it had before (old).
-func putOrigins(txn storage.Txn, id string, old, now []string) error {
+func putOrigins(txn storage.Txn, id string, old, now []string, ttl time.Duration) error {
 	for _, o := range old {
 		if !slices.Contains(now, o) {
 			if err := txn.Delete(originKey(o, id)); err != nil && !errors.Is(err, storage.ErrNotFound) {
@@ -158,7 +159,7 @@ func putOrigins(txn storage.Txn, id string, old, now []string) error {
 		}
 	}
 	for _, o := range now {
-		if err := txn.Set(originKey(o, id), nil, 0); err != nil {
+		if err := txn.Set(originKey(o, id), nil, ttl); err != nil {
 			return err
 		}
 	}

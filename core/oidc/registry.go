@@ -90,6 +90,11 @@ type clientRecord struct {
 	// Public and AllowedOrigins: see Client (a public client has no Secrets).
 	Public         bool     `json:"public,omitempty"`
 	AllowedOrigins []string `json:"allowedOrigins,omitempty"`
+	// SelfRegistered: registered through RFC 7591 (selfreg.go), from Network (""
+	// when uncounted); it lapses at ExpiresAt (zero: never).
+	SelfRegistered bool      `json:"selfRegistered,omitempty"`
+	Network        string    `json:"network,omitempty"`
+	ExpiresAt      time.Time `json:"expiresAt,omitzero"`
 }
 
 // ClientInfo is a client as the admin API and the portal show it (never a secret).
@@ -121,6 +126,10 @@ type ClientInfo struct {
 	// AllowedOrigins are the origins allowed to call its endpoints from a browser
 	// (CORS): the configured ones, and a public client's redirect URIs' origins.
 	AllowedOrigins []string `json:"allowed_origins"`
+	// SelfRegistered: registered through RFC 7591 (/oauth2/register), lapsing at
+	// ExpiresAt unless used (selfreg.go).
+	SelfRegistered bool      `json:"self_registered,omitempty"`
+	ExpiresAt      time.Time `json:"expires_at,omitzero"`
 }
 
 // SecretInfo is one live secret of a dynamic client: the current one, or the
@@ -156,7 +165,8 @@ func (r *clientRecord) info(now time.Time) *ClientInfo {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256),
 		AccessTokenAudience:     orDefault(r.AccessTokenAudience, AudienceBaseURL),
-		TokenEndpointAuthMethod: authMethod(r.Public), AllowedOrigins: orEmpty(r.origins())}
+		TokenEndpointAuthMethod: authMethod(r.Public), AllowedOrigins: orEmpty(r.origins()),
+		SelfRegistered: r.SelfRegistered, ExpiresAt: r.ExpiresAt}
 	for _, s := range r.Secrets {
 		switch {
 		case s.ExpiresAt.IsZero():
@@ -177,12 +187,18 @@ func (r *Clients) lookup(ctx context.Context, id string) (*client, error) {
 	if cl := r.get(id); cl != nil {
 		return cl, nil
 	}
+	if IsMetadataClientID(id) {
+		return r.metadataClient(ctx, id)
+	}
 	rec, err := r.getRecord(ctx, id)
 	if errors.Is(err, ErrClientNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !rec.ExpiresAt.IsZero() && !r.now().Before(rec.ExpiresAt) {
+		return nil, nil // a lapsed self-registration, not yet collected
 	}
 	return r.dynamicClient(rec), nil
 }
@@ -199,9 +215,11 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 	if r.checkName(name) != nil {
 		name = rec.ID // a name stored before today's rules is not shown (registry_name.go)
 	}
+	notice := rec.notice()
 	return &client{
-		id: rec.ID, name: name, sector: rec.Sector, redirectURIs: rec.RedirectURIs,
-		scopes: DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: rec.Owner != "",
+		id: rec.ID, name: name, sector: rec.Sector, redirectURIs: rec.RedirectURIs, notice: notice, expiresAt: rec.ExpiresAt,
+		loopbackAnyPort: rec.SelfRegistered,
+		scopes:          DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: notice != "",
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
 		accessTokenAudience: orDefault(rec.AccessTokenAudience, AudienceBaseURL),
 		public:              rec.Public, origins: rec.origins(),
@@ -228,12 +246,13 @@ func readClient(txn storage.Txn, id string) (*clientRecord, error) {
 	return records.Get[clientRecord](txn, clientKey(id), ErrClientNotFound, "client "+id)
 }
 
-func writeClient(txn storage.Txn, rec *clientRecord) error {
+// writeClient writes rec, kept by the store for ttl (0: for ever).
+func writeClient(txn storage.Txn, rec *clientRecord, ttl time.Duration) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	return txn.Set(clientKey(rec.ID), b, 0)
+	return txn.Set(clientKey(rec.ID), b, ttl)
 }
 
 // authenticate returns the client when id and secret match: a static client, then
@@ -277,6 +296,11 @@ func newClientSecret() (secret string, err error) { return randomToken(clientSec
 // once: only its hash is kept). A spec's Owner bounds how many clients that owner
 // may have (Config.MaxClientsPerOwner).
 func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, string, error) {
+	return r.create(ctx, spec, nil)
+}
+
+// create is Create, of a self-registered client (RFC 7591) when sr is set.
+func (r *Clients) create(ctx context.Context, spec ClientSpec, sr *selfReg) (*ClientInfo, string, error) {
 	if spec.Name == nil || spec.RedirectURIs == nil {
 		return nil, "", clientErr(ErrClientInvalid, "name and at least one redirect_uri are required")
 	}
@@ -314,7 +338,15 @@ func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, str
 	if spec.Sector != nil && *spec.Sector != "" {
 		rec.Sector = *spec.Sector
 	}
+	var ttl time.Duration
+	if sr != nil {
+		rec.SelfRegistered, rec.Network, rec.ExpiresAt = true, sr.network, sr.expiresAt
+		ttl = r.recordTTL(rec.ExpiresAt)
+	}
 	err = r.store.Update(ctx, func(txn storage.Txn) error {
+		if err := r.putSelfRegistered(txn, sr, rec, ttl); err != nil {
+			return err
+		}
 		if spec.Owner != "" {
 			// Every create of an owner reads and writes one key: concurrent creates
 			// conflict (and retry), so they cannot both pass the count below.
@@ -335,10 +367,10 @@ func (r *Clients) Create(ctx context.Context, spec ClientSpec) (*ClientInfo, str
 				return err
 			}
 		}
-		if err := putOrigins(txn, rec.ID, nil, rec.origins()); err != nil {
+		if err := putOrigins(txn, rec.ID, nil, rec.origins(), ttl); err != nil {
 			return err
 		}
-		return writeClient(txn, rec)
+		return writeClient(txn, rec, ttl)
 	})
 	if err != nil {
 		return nil, "", err
@@ -434,11 +466,12 @@ func (r *Clients) modify(ctx context.Context, id, owner string, fn func(*clientR
 		if err := fn(rec); err != nil {
 			return err
 		}
-		if err := putOrigins(txn, id, old, rec.origins()); err != nil {
+		ttl := r.recordTTL(rec.ExpiresAt)
+		if err := putOrigins(txn, id, old, rec.origins(), ttl); err != nil {
 			return err
 		}
 		rec.UpdatedAt = r.now().UTC()
-		return writeClient(txn, rec)
+		return writeClient(txn, rec, ttl)
 	})
 	return rec, err
 }
@@ -554,7 +587,12 @@ func (r *Clients) Delete(ctx context.Context, id, owner string) error {
 				return err
 			}
 		}
-		if err := putOrigins(txn, id, rec.origins(), nil); err != nil {
+		if rec.SelfRegistered {
+			if err := txn.Delete(selfRegKey(rec.Network, id)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
+		}
+		if err := putOrigins(txn, id, rec.origins(), nil, 0); err != nil {
 			return err
 		}
 		return txn.Delete(clientKey(id))

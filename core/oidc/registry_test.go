@@ -296,7 +296,7 @@ func TestRedeemFirstParty(t *testing.T) {
 func TestStillRegistered(t *testing.T) {
 	h := newHarness(t)
 	ci, secret := h.createClient(t, "", appRedirect)
-	presented, err := h.svc.clients.caller(ci.ID, secret)
+	presented, err := h.svc.clients.caller(context.Background(), ci.ID, secret)
 	if err != nil {
 		t.Fatal(err)
 	}

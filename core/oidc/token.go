@@ -223,6 +223,7 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 	}
 	resp, err := s.sign(cl, grantID, clientID, rec.HumanID, rec.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
 	if err == nil {
+		s.clients.touch(ctx, cl, s.refreshTTL)
 		s.events.Emit(ctx, event.Event{Kind: event.TokenIssued, Outcome: event.AuthorizationCode, ClientID: clientID, HumanID: rec.HumanID})
 	}
 	return resp, err
@@ -458,6 +459,7 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 	}
 	resp, err := s.sign(cl, claims.GrantID, clientID, g.HumanID, scopes, g.Resource, g.AuthTime, "", newJTI, g.ExpiresAt)
 	if err == nil {
+		s.clients.touch(ctx, cl, s.refreshTTL)
 		s.events.Emit(ctx, event.Event{Kind: event.TokenIssued, Outcome: event.RefreshToken, ClientID: clientID, HumanID: g.HumanID})
 	}
 	return resp, err

@@ -1,0 +1,338 @@
+// Package clientmeta fetches client ID metadata documents
+// (draft-ietf-oauth-client-id-metadata-document) for core/oidc, which validates
+// them. A client_id chosen by anyone makes palmgate send a request to a URL of
+// their choice, so the fetch is an SSRF surface; the defences:
+//
+//   - https only, on port 443 or any port the URL names; no proxy from the
+//     environment;
+//   - the host is resolved here and every address checked (Blocked: private,
+//     loopback, link-local, unspecified, multicast, CGNAT, IPv4-mapped and NAT64
+//     forms of those, ...), and the connection goes to the checked address
+//     itself, never to a second resolution (no DNS rebinding between check and
+//     connect); AllowPrivate lifts this for operators (and tests) whose clients
+//     live on a private network;
+//   - redirects only to the same scheme and host (at most 3);
+//   - a time limit (Timeout, 5 s) on the whole fetch and a size limit (MaxBytes,
+//     5 KiB) on the body; only 200 with a JSON media type is a document;
+//   - the cache: a document is kept for its Cache-Control max-age (or Expires),
+//     bounded by MinTTL (1 minute: no-store, no-cache and max-age=0 included, so a
+//     client cannot make every login a fetch) and MaxTTL (24 hours); a failure is
+//     kept for FailureTTL (10 s) so a failing URL is not fetched on every request;
+//     at most MaxEntries entries (the oldest go first).
+package clientmeta
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBytes   = 5 << 10
+	DefaultTimeout    = 5 * time.Second
+	DefaultMinTTL     = time.Minute
+	DefaultMaxTTL     = 24 * time.Hour
+	DefaultTTL        = 5 * time.Minute
+	DefaultFailureTTL = 10 * time.Second
+	DefaultMaxEntries = 10000
+	maxRedirects      = 3
+)
+
+// Config builds a Fetcher; zero fields take the defaults above.
+type Config struct {
+	// AllowPrivate lets documents live on private, loopback and link-local
+	// addresses (the operator's allowance).
+	AllowPrivate bool
+	MaxBytes     int64
+	Timeout      time.Duration
+	// MinTTL and MaxTTL bound the cache lifetime of a document; DefaultTTL is
+	// it when the response says nothing.
+	MinTTL, MaxTTL, DefaultTTL, FailureTTL time.Duration
+	MaxEntries                             int
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// Resolver resolves hosts; nil: net.DefaultResolver.
+	Resolver Resolver
+	// TLS is the TLS configuration (its RootCAs); nil: the system's roots (which
+	// SSL_CERT_FILE and SSL_CERT_DIR replace, as for every Go program).
+	TLS *tls.Config
+}
+
+// Resolver resolves a host name to its addresses (net.Resolver does).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Fetcher fetches and caches documents; safe for concurrent use.
+type Fetcher struct {
+	cfg    Config
+	client *http.Client
+
+	mu    sync.Mutex
+	cache map[string]*entry
+}
+
+type entry struct {
+	body    []byte
+	err     error
+	expires time.Time
+	added   time.Time
+}
+
+// New builds a Fetcher.
+func New(cfg Config) *Fetcher {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.Timeout, DefaultTimeout)
+	def(&cfg.MinTTL, DefaultMinTTL)
+	def(&cfg.MaxTTL, DefaultMaxTTL)
+	def(&cfg.DefaultTTL, DefaultTTL)
+	def(&cfg.FailureTTL, DefaultFailureTTL)
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = DefaultMaxEntries
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	f := &Fetcher{cfg: cfg, cache: map[string]*entry{}}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		TLSClientConfig:       cfg.TLS,
+		DialContext:           f.dial,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   cfg.Timeout,
+		ResponseHeaderTimeout: cfg.Timeout,
+		MaxIdleConns:          10,
+		IdleConnTimeout:       30 * time.Second,
+	}
+	f.client = &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: checkRedirect}
+	return f
+}
+
+// checkRedirect follows a redirect only to the same scheme and host.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > maxRedirects {
+		return fmt.Errorf("more than %d redirects", maxRedirects)
+	}
+	if req.URL.Scheme != "https" || !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
+		return errors.New("it redirects to another host; a client ID metadata document must be served at its URL")
+	}
+	return nil
+}
+
+// dial resolves the host, checks each address and connects to the first one
+// allowed; the connection goes to that checked address, not to a new lookup.
+func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		ips, err := f.cfg.Resolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", host, err)
+		}
+		addrs = ips
+	}
+	var d net.Dialer
+	var lastErr error
+	for _, ip := range addrs {
+		if !f.cfg.AllowPrivate && Blocked(ip) {
+			lastErr = fmt.Errorf("%s resolves to %s, a private, loopback or otherwise non-public address", host, ip.Unmap())
+			continue
+		}
+		conn, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		lastErr = err
+	}
+	if lastErr == nil {
+		lastErr = fmt.Errorf("%s has no address", host)
+	}
+	return nil, lastErr
+}
+
+// blockedPrefixes are the non-public address ranges (IANA special-purpose
+// registries) a document may not be fetched from without the operator's
+// allowance.
+var blockedPrefixes = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+		"224.0.0.0/4", "240.0.0.0/4",
+		"::/128", "::1/128", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// Blocked reports whether ip is not a public unicast address: private,
+// loopback, link-local, unspecified, multicast, CGNAT, documentation, reserved,
+// or the IPv4-mapped, NAT64 (64:ff9b::/96) or 6to4 (2002::/16) form of one.
+func Blocked(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		b := ip.As16()
+		switch {
+		case netip.MustParsePrefix("64:ff9b::/96").Contains(ip):
+			return Blocked(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		case netip.MustParsePrefix("2002::/16").Contains(ip):
+			return Blocked(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+		}
+	}
+	if !ip.IsValid() || ip.Zone() != "" {
+		return true
+	}
+	for _, p := range blockedPrefixes {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// Fetch returns the document at rawURL, from the cache while it is fresh.
+func (f *Fetcher) Fetch(ctx context.Context, rawURL string) ([]byte, error) {
+	now := f.cfg.Now()
+	f.mu.Lock()
+	if e := f.cache[rawURL]; e != nil && now.Before(e.expires) {
+		f.mu.Unlock()
+		return e.body, e.err
+	}
+	f.mu.Unlock()
+	body, ttl, err := f.fetch(ctx, rawURL)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err // the caller gave up: nothing learnt about the URL
+		}
+		ttl = f.cfg.FailureTTL
+	}
+	f.put(rawURL, &entry{body: body, err: err, added: now, expires: now.Add(ttl)})
+	return body, err
+}
+
+func (f *Fetcher) put(key string, e *entry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.cache) >= f.cfg.MaxEntries {
+		now := f.cfg.Now()
+		var oldest string
+		for k, v := range f.cache {
+			if !now.Before(v.expires) {
+				delete(f.cache, k)
+				continue
+			}
+			if oldest == "" || v.added.Before(f.cache[oldest].added) {
+				oldest = k
+			}
+		}
+		if len(f.cache) >= f.cfg.MaxEntries {
+			delete(f.cache, oldest)
+		}
+	}
+	f.cache[key] = e
+}
+
+func (f *Fetcher) fetch(ctx context.Context, rawURL string) ([]byte, time.Duration, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, 0, errors.New("it is not an https URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, 0, errors.New("it is not an https URL")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Client.Timeout") {
+			return nil, 0, fmt.Errorf("fetching it took longer than %s", f.cfg.Timeout)
+		}
+		return nil, 0, fmt.Errorf("fetching it failed: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("fetching it answered %d, not 200", resp.StatusCode)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return nil, 0, fmt.Errorf("it is served as %.60q, not application/json", mt)
+	}
+	if resp.ContentLength > f.cfg.MaxBytes {
+		return nil, 0, fmt.Errorf("it is larger than %d bytes", f.cfg.MaxBytes)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, f.cfg.MaxBytes+1))
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Client.Timeout") {
+			return nil, 0, fmt.Errorf("fetching it took longer than %s", f.cfg.Timeout)
+		}
+		return nil, 0, fmt.Errorf("reading it failed: %v", err)
+	}
+	if int64(len(body)) > f.cfg.MaxBytes {
+		return nil, 0, fmt.Errorf("it is larger than %d bytes", f.cfg.MaxBytes)
+	}
+	return body, f.lifetime(resp.Header), nil
+}
+
+// lifetime is how long a response may be cached: its max-age (s-maxage is for
+// shared caches, and this one is private to palmgate's clients: max-age rules),
+// else its Expires, else DefaultTTL; within MinTTL and MaxTTL.
+func (f *Fetcher) lifetime(h http.Header) time.Duration {
+	ttl := f.cfg.DefaultTTL
+	cc := strings.ToLower(h.Get("Cache-Control"))
+	found := false
+	for _, d := range strings.Split(cc, ",") {
+		d = strings.TrimSpace(d)
+		switch {
+		case d == "no-store" || d == "no-cache":
+			ttl, found = 0, true
+		case strings.HasPrefix(d, "max-age="):
+			if n, err := strconv.ParseInt(strings.Trim(d[len("max-age="):], `"`), 10, 64); err == nil && n >= 0 && !found {
+				ttl = time.Duration(min(n, int64(f.cfg.MaxTTL/time.Second))) * time.Second
+				found = true
+			}
+		}
+	}
+	if !found {
+		if exp, err := http.ParseTime(h.Get("Expires")); err == nil {
+			date, err := http.ParseTime(h.Get("Date"))
+			if err != nil {
+				date = f.cfg.Now()
+			}
+			ttl = exp.Sub(date)
+		}
+	}
+	return min(max(ttl, f.cfg.MinTTL), f.cfg.MaxTTL)
+}
