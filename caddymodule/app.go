@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
@@ -141,15 +142,22 @@ type App struct {
 	// `caddy palmgate keys rotate`; retired keys are deleted all the same).
 	KeyRotation caddy.Duration `json:"key_rotation,omitempty"`
 
-	store    storage.Store
-	storeKey string
-	palm     *palm.Service
-	agents   *agent.Service
-	keys     *keys.Set
-	oidc     *oidc.Service
-	edge     *edge.Server
-	logger   *zap.Logger
-	events   event.Sink // counts events and writes the audit log (metrics.go)
+	// Resources are RFC 8707 resource indicators (absolute URIs without a
+	// fragment) that a client without its own `resources` list may ask tokens
+	// for, beside those the palmgate_bearer blocks of this Caddy name with
+	// `resource` (an MCP client, which registers itself, has no list).
+	Resources []string `json:"resources,omitempty"`
+
+	resources *bearer.Resources // Resources and the bearer blocks' (resources.go)
+	store     storage.Store
+	storeKey  string
+	palm      *palm.Service
+	agents    *agent.Service
+	keys      *keys.Set
+	oidc      *oidc.Service
+	edge      *edge.Server
+	logger    *zap.Logger
+	events    event.Sink // counts events and writes the audit log (metrics.go)
 
 	ctx       caddy.Context // of this config generation, for the work Start starts
 	stopWatch func()        // ends the key watcher and maintenance Start started and waits for them
@@ -284,6 +292,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("loading signing keys: %w", err)
 	}
 	a.ctx = ctx
+	a.resources = &bearer.Resources{}
+	a.resources.Allow(a.Resources...)
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
 		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: a.withPortalClient(a.oidcClients()),
 		PairwiseSecret: a.PairwiseSecret, DevRedirects: a.Dev, MaxClientsPerOwner: a.maxApplications(),
@@ -292,6 +302,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		CodeTTL:    time.Duration(a.AuthCodeTTL),
 		Events:     events,
 		SSOSession: time.Duration(a.SSOSession),
+		Resources:  a.resources,
 	})
 	if err != nil {
 		return err
@@ -303,6 +314,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Portal:    a.portalHandler(),
 		Logger:    a.logger,
 		Store:     a.store,
+		Resources: a.resources,
 	})
 	a.warnKeyRotation()
 	if a.Dev {
@@ -406,6 +418,9 @@ func (a *App) Validate() error {
 		return err
 	}
 	if err := a.validateKeyRotation(); err != nil {
+		return err
+	}
+	if err := validateResources(a.Resources); err != nil {
 		return err
 	}
 	return oidc.CheckClients(a.oidcClients(), a.Dev)

@@ -61,6 +61,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		}
 //		portal off | portal { max_applications <n> }
 //		key_rotation <duration> | off
+//		resources <uri> [<uri>...]
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -136,6 +137,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.Portal = pc
+		case "resources":
+			if err := parseResources(d, &a.Resources); err != nil {
+				return err
+			}
 		case "client":
 			c, err := parseClient(d)
 			if err != nil {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/palmgate/palmgate/core/agent"
+	corebearer "github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
@@ -140,6 +141,8 @@ type envOptions struct {
 	clients []oidc.Client
 	// ssoSession is oidc.Config.SSOSession (zero: off).
 	ssoSession time.Duration
+	// resources are the protected resources (oidc and edge Config.Resources).
+	resources *corebearer.Resources
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -190,14 +193,14 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 			RedirectURIs: []string{testRedirect}, PostLogoutRedirectURIs: []string{testPostLogout},
 			Scopes: []string{"openid", "offline_access", "orders"},
 		}}, o.clients...),
-		SSOSession: o.ssoSession,
+		SSOSession: o.ssoSession, Resources: o.resources,
 	})
 	if err != nil {
 		t.Fatalf("oidc.NewService: %v", err)
 	}
 	e.srv = edge.New(edge.Config{
 		Issuer: testIssuer, Palm: e.palm, Agents: e.agents, OIDC: e.oidc, Keys: e.keys,
-		RateLimit: o.rateLimit, Store: store,
+		RateLimit: o.rateLimit, Store: store, Resources: o.resources,
 	})
 	return e
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
@@ -45,22 +46,26 @@ type Config struct {
 	Logger *zap.Logger
 	// Store is what /health/ready checks (health.go); nil: never ready.
 	Store storage.Store
+	// Resources are the resources whose RFC 9728 metadata this server answers
+	// (wellknown.go); nil: none.
+	Resources *bearer.Resources
 }
 
 // Server serves palmgate's paths: /oauth2/*, /v1/* and the portal's /portal/*.
 type Server struct {
-	issuer   string
-	palm     *palm.Service
-	agents   *agent.Service
-	oidc     *oidc.Service
-	keys     *keys.Set
-	limiter  *limiter
-	logger   *zap.Logger
-	clientIP func(*http.Request) string
-	mux      *http.ServeMux
-	board    boardEncodings
-	portal   http.Handler
-	health   health
+	issuer    string
+	palm      *palm.Service
+	agents    *agent.Service
+	oidc      *oidc.Service
+	keys      *keys.Set
+	limiter   *limiter
+	logger    *zap.Logger
+	clientIP  func(*http.Request) string
+	mux       *http.ServeMux
+	board     boardEncodings
+	portal    http.Handler
+	health    health
+	resources *bearer.Resources
 }
 
 // New builds the server and its routes.
@@ -69,7 +74,7 @@ func New(cfg Config) *Server {
 		issuer: strings.TrimSuffix(cfg.Issuer, "/"),
 		palm:   cfg.Palm, agents: cfg.Agents, oidc: cfg.OIDC, keys: cfg.Keys,
 		logger: cfg.Logger, clientIP: cfg.ClientIP, portal: cfg.Portal,
-		health: health{store: cfg.Store},
+		health: health{store: cfg.Store}, resources: cfg.Resources,
 	}
 	if s.logger == nil {
 		s.logger = zap.NewNop()
@@ -83,10 +88,10 @@ func New(cfg Config) *Server {
 }
 
 // OwnsPath reports whether p is one of palmgate's paths (/v1, /oauth2 and /portal,
-// and what is under them, and the two health probes); the Caddy handler passes
-// the others on.
+// and what is under them, the two health probes, and the /.well-known metadata
+// families of wellknown.go); the Caddy handler passes the others on.
 func OwnsPath(p string) bool {
-	if p == PathAlive || p == PathReady {
+	if p == PathAlive || p == PathReady || ownsWellKnown(p) {
 		return true
 	}
 	for _, prefix := range []string{"/v1", "/oauth2", "/portal"} {
@@ -152,6 +157,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("/oauth2/logout", map[string]http.HandlerFunc{"GET": s.limited(s.handleLogout, s.writeLogoutError), "POST": s.limited(s.handleLogout, s.writeLogoutError)})
 	route(PathAlive, map[string]http.HandlerFunc{"GET": s.handleAlive})
 	route(PathReady, map[string]http.HandlerFunc{"GET": s.handleReady})
+	s.wellKnownRoutes(route)
 	mux.HandleFunc("/oauth2/check", s.handleCheck)
 	mux.HandleFunc("/oauth2/check/", s.handleCheck) // gateways that append the original path (Envoy ext_authz)
 	if s.portal != nil {
