@@ -148,13 +148,14 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		}
 		s.answerClient(w, r, step.Redirect)
 	default:
-		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, c.Request.SelfRegistered)})
+		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, st.Request.Resource, c.Request.SelfRegistered)})
 	}
 }
 
-// loginLines tells the person, in words, what the application asks for, and
-// whether a developer rather than the operator registered it.
-func loginLines(clientName string, scopes []string, selfRegistered bool) []template.HTML {
+// loginLines tells the person, in words, what the application asks for (its
+// scopes and resource), and whether a developer rather than the operator
+// registered it.
+func loginLines(clientName string, scopes []string, resource string, selfRegistered bool) []template.HTML {
 	lines := []template.HTML{
 		template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> asks you to sign in with your palm. It receives:"),
 	}
@@ -164,7 +165,7 @@ func loginLines(clientName string, scopes []string, selfRegistered bool) []templ
 				template.HTMLEscapeString(palm.SelfRegisteredNotice) + "</span>) asks you to sign in with your palm. It receives:"),
 		}
 	}
-	for _, words := range oidc.DescribeScopes(scopes) {
+	for _, words := range oidc.DescribeRequest(scopes, resource) {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))
 	}
 	return lines

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	corebearer "github.com/palmgate/palmgate/core/bearer"
@@ -87,5 +88,30 @@ func TestProtectedResourceMetadataServed(t *testing.T) {
 		if w := e.get(t, target); w.Code != http.StatusNotFound {
 			t.Errorf("%s: %d, want 404", target, w.Code)
 		}
+	}
+}
+
+// TestResourceShownToThePerson: a request for a resource (an MCP client's, with
+// no openid) is accepted for a protected resource, and the login page and the
+// person's app name the resource the scan opens (issue 23).
+func TestResourceShownToThePerson(t *testing.T) {
+	const mcp = "https://mcp.example.com/mcp"
+	res := &corebearer.Resources{}
+	res.Add(corebearer.NewResourceMetadata(mcp, testIssuer+"/oauth2", nil))
+	e := newEnv(t, func(o *envOptions) { o.resources = res })
+	q := authorizeQuery()
+	q.Set("scope", "offline_access")
+	q.Set("resource", mcp)
+	q.Set("prompt", "consent")
+	q.Del("nonce")
+	l := e.authorize(t, q)
+	want := "Access to " + mcp + " as you."
+	page := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
+	wantPage(t, page, http.StatusOK, want)
+	id, nonce := e.challenge(t, l)
+	app := e.get(t, "/v1/palm/challenges/"+id+"?nonce="+nonce)
+	wantStatus(t, app, http.StatusOK)
+	if !strings.Contains(app.Body.String(), want) {
+		t.Errorf("the person's app is not told the resource: %s", app.Body)
 	}
 }

@@ -202,7 +202,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	now := s.now().UTC()
 	ar.ID, ar.Status, ar.ExpiresAt, ar.BrowserHash = uuid.NewString(), RequestPending, now.Add(s.loginTTL), bindingHash(browser.Binding)
 	req := palm.Request{
-		ClientName: cl.name, Scopes: ar.Scopes, ScopeDescriptions: DescribeScopes(ar.Scopes),
+		ClientName: cl.name, Scopes: ar.Scopes, ScopeDescriptions: DescribeRequest(ar.Scopes, ar.Resource),
 		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary, Address: browser.Address,
 	}
 	if cl.selfRegistered {
