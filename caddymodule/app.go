@@ -148,19 +148,20 @@ type App struct {
 	// `resource` (an MCP client, which registers itself, has no list).
 	Resources []string `json:"resources,omitempty"`
 
-	resources *bearer.Resources // Resources and the bearer blocks' (resources.go)
-	store     storage.Store
-	storeKey  string
-	palm      *palm.Service
-	agents    *agent.Service
-	keys      *keys.Set
-	oidc      *oidc.Service
-	edge      *edge.Server
-	logger    *zap.Logger
-	events    event.Sink // counts events and writes the audit log (metrics.go)
+	store    storage.Store
+	storeKey string
+	palm     *palm.Service
+	agents   *agent.Service
+	keys     *keys.Set
+	oidc     *oidc.Service
+	edge     *edge.Server
+	logger   *zap.Logger
+	events   event.Sink // counts events and writes the audit log (metrics.go)
 
 	ctx       caddy.Context // of this config generation, for the work Start starts
 	stopWatch func()        // ends the key watcher and maintenance Start started and waits for them
+
+	resources *bearer.Resources // Resources and the bearer blocks' (resources.go)
 }
 
 // PalmAttestor is a trusted palm engine.

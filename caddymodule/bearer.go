@@ -89,8 +89,9 @@ type Bearer struct {
 	// -1 disables the cache.
 	CacheSize int `json:"cache_size,omitempty"`
 
-	verifier   *bearer.Verifier
-	logger     *zap.Logger
+	verifier *bearer.Verifier
+	logger   *zap.Logger
+
 	authServer string                   // the issuer its metadata names
 	metadata   *bearer.ResourceMetadata // of Resource, when set (bearer_metadata.go)
 }

@@ -53,19 +53,20 @@ type Config struct {
 
 // Server serves palmgate's paths: /oauth2/*, /v1/* and the portal's /portal/*.
 type Server struct {
-	issuer    string
-	palm      *palm.Service
-	agents    *agent.Service
-	oidc      *oidc.Service
-	keys      *keys.Set
-	limiter   *limiter
-	logger    *zap.Logger
-	clientIP  func(*http.Request) string
-	mux       *http.ServeMux
-	board     boardEncodings
-	portal    http.Handler
-	health    health
-	resources *bearer.Resources
+	issuer   string
+	palm     *palm.Service
+	agents   *agent.Service
+	oidc     *oidc.Service
+	keys     *keys.Set
+	limiter  *limiter
+	logger   *zap.Logger
+	clientIP func(*http.Request) string
+	mux      *http.ServeMux
+	board    boardEncodings
+	portal   http.Handler
+	health   health
+
+	resources *bearer.Resources // RFC 9728 documents served (wellknown.go)
 }
 
 // New builds the server and its routes.
