@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
@@ -154,6 +155,11 @@ type App struct {
 	// ClientMetadataDocuments configures client ID metadata documents
 	// (registration.go). Default: off.
 	ClientMetadataDocuments *ClientMetadataDocuments `json:"client_metadata_documents,omitempty"`
+	// Resources are RFC 8707 resource indicators (absolute URIs without a
+	// fragment) that a client without its own `resources` list may ask tokens
+	// for, beside those the palmgate_bearer blocks of this Caddy name with
+	// `resource` (an MCP client, which registers itself, has no list).
+	Resources []string `json:"resources,omitempty"`
 
 	store    storage.Store
 	storeKey string
@@ -167,6 +173,8 @@ type App struct {
 
 	ctx       caddy.Context // of this config generation, for the work Start starts
 	stopWatch func()        // ends the key watcher and maintenance Start started and waits for them
+
+	resources *bearer.Resources // Resources and the bearer blocks' (resources.go)
 }
 
 // PalmAttestor is a trusted palm engine.
@@ -298,6 +306,8 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("loading signing keys: %w", err)
 	}
 	a.ctx = ctx
+	a.resources = &bearer.Resources{}
+	a.resources.Allow(a.Resources...)
 	a.oidc, err = oidc.NewService(ctx, oidc.Config{
 		Store: a.store, Palm: a.palm, Keys: a.keys, Issuer: a.Issuer, Clients: a.withPortalClient(a.oidcClients()),
 		PairwiseSecret: a.PairwiseSecret, DevRedirects: a.Dev, MaxClientsPerOwner: a.maxApplications(),
@@ -307,6 +317,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Events:       events,
 		SSOSession:   time.Duration(a.SSOSession),
 		Registration: a.registrationConfig(), ClientMetadata: a.clientMetadata(),
+		Resources: a.resources,
 	})
 	if err != nil {
 		return err
@@ -318,6 +329,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Portal:    a.portalHandler(),
 		Logger:    a.logger,
 		Store:     a.store,
+		Resources: a.resources,
 	})
 	a.warnKeyRotation()
 	if a.Dev {
@@ -427,6 +439,9 @@ func (a *App) Validate() error {
 		return err
 	}
 	if err := a.validateRegistration(); err != nil {
+		return err
+	}
+	if err := validateResources(a.Resources); err != nil {
 		return err
 	}
 	return oidc.CheckClients(a.oidcClients(), a.Dev)

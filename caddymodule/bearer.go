@@ -58,6 +58,13 @@ type Bearer struct {
 	// asked without `resource` has the issuer's base URL as its aud.
 	Audience string `json:"audience,omitempty"`
 
+	// Resource is this site's resource identifier (RFC 9728), such as
+	// https://mcp.example.com/mcp: the 401's resource_metadata names its
+	// document, tokens must carry it in aud (it is the audience), and, with the
+	// local issuer, clients without a `resources` list may ask tokens for it.
+	// Default: the request's origin, with no audience check (see Audience).
+	Resource string `json:"resource,omitempty"`
+
 	// StripToken removes the Authorization header before the request goes on.
 	StripToken bool `json:"strip_token,omitempty"`
 
@@ -84,6 +91,9 @@ type Bearer struct {
 
 	verifier *bearer.Verifier
 	logger   *zap.Logger
+
+	authServer string                   // the issuer its metadata names
+	metadata   *bearer.ResourceMetadata // of Resource, when set (bearer_metadata.go)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -115,6 +125,12 @@ func (b *Bearer) Provision(ctx caddy.Context) error {
 			return err
 		}
 		pg := app.(*App)
+		if err := b.provisionResource(pg.OIDC().Issuer()); err != nil {
+			return err
+		}
+		if b.metadata != nil {
+			pg.ProtectResource(*b.metadata)
+		}
 		if b.CacheSize == 0 {
 			// One cache for the whole issuer: userinfo, /oauth2/check and every
 			// route, primed with the tokens this instance issues.
@@ -129,6 +145,9 @@ func (b *Bearer) Provision(ctx caddy.Context) error {
 	}
 	b.Issuer = strings.TrimSuffix(b.Issuer, "/")
 	if err := validateRemoteIssuer(b.Issuer); err != nil {
+		return err
+	}
+	if err := b.provisionResource(b.Issuer); err != nil {
 		return err
 	}
 	defaultDuration(&b.RefetchInterval, DefaultRefetchInterval)
@@ -160,10 +179,14 @@ func validateRemoteIssuer(issuer string) error {
 // caddyhttp.Error, as caddyauth does, so that handle_errors can shape the answer
 // and the access log records it.
 func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if b.answerMetadata(w, r) {
+		return nil
+	}
 	claims, err := b.check(r)
 	count(event.Event{Kind: event.Bearer, Outcome: bearer.Decision(err)})
 	if err != nil {
 		status := edge.SetChallenge(w.Header(), b.Realm, err)
+		b.challengeMetadata(w.Header(), r, status)
 		if status >= 500 {
 			b.logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(edge.Cause(err)))
 		}
@@ -205,6 +228,7 @@ func (b *Bearer) check(r *http.Request) (*bearer.Claims, error) {
 //	palmgate_bearer {
 //		scope <scope> [<scope>...]
 //		audience <uri>
+//		resource <url>
 //		issuer <url>
 //		strip_token
 //		realm <realm>
@@ -236,6 +260,13 @@ func (b *Bearer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			if !oidc.ValidResource(b.Audience) {
 				return d.Errf("palmgate_bearer audience: %q must be an absolute URI without a fragment", b.Audience)
+			}
+		case "resource":
+			if err := singleArg(d, &b.Resource); err != nil {
+				return err
+			}
+			if _, ok := bearer.MetadataURL(b.Resource); !ok || !oidc.ValidResource(b.Resource) {
+				return d.Errf("palmgate_bearer resource: %q must be an http(s) URL without query or fragment", b.Resource)
 			}
 		case "strip_token":
 			if d.NextArg() {

@@ -64,6 +64,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		key_rotation <duration> | off
 //		registration open | off [{ max_clients <n>|off; per_network <n>|off; unused <duration> }]
 //		client_metadata_documents on | off [{ allow_private }]
+//		resources <uri> [<uri>...]
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -153,6 +154,10 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			a.Portal = pc
 		case "palm_app_url":
 			if err := parsePalmAppURL(d, &a.PalmAppURL); err != nil {
+				return err
+			}
+		case "resources":
+			if err := parseResources(d, &a.Resources); err != nil {
 				return err
 			}
 		case "client":

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/palmgate/palmgate/core/agent"
+	corebearer "github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
@@ -145,6 +146,8 @@ type envOptions struct {
 	// registration and metadata are oidc.Config's Registration and ClientMetadata.
 	registration oidc.RegistrationConfig
 	metadata     oidc.MetadataFetcher
+	// resources are the protected resources (oidc and edge Config.Resources).
+	resources *corebearer.Resources
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -195,7 +198,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 			RedirectURIs: []string{testRedirect}, PostLogoutRedirectURIs: []string{testPostLogout},
 			Scopes: []string{"openid", "offline_access", "orders"},
 		}}, o.clients...),
-		SSOSession:   o.ssoSession,
+		SSOSession: o.ssoSession, Resources: o.resources,
 		Registration: o.registration, ClientMetadata: o.metadata,
 	})
 	if err != nil {
@@ -203,7 +206,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 	}
 	e.srv = edge.New(edge.Config{
 		Issuer: testIssuer, Palm: e.palm, Agents: e.agents, OIDC: e.oidc, Keys: e.keys,
-		RateLimit: o.rateLimit, Store: store, PalmAppURL: o.palmAppURL,
+		RateLimit: o.rateLimit, Store: store, PalmAppURL: o.palmAppURL, Resources: o.resources,
 	})
 	return e
 }

@@ -148,14 +148,15 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		}
 		s.answerClient(w, r, step.Redirect)
 	default:
-		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, c.Request.ClientNotice)})
+		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, st.Request.Resource, c.Request.ClientNotice)})
 	}
 }
 
-// loginLines tells the person, in words, what the application asks for, and
-// whether a developer rather than the operator registered it (notice: the words
-// that say so, which name the host of a client ID metadata document).
-func loginLines(clientName string, scopes []string, notice string) []template.HTML {
+// loginLines tells the person, in words, what the application asks for (its
+// scopes and resource), and whether a developer rather than the operator
+// registered it (notice: the words that say so, which name the host of a client
+// ID metadata document).
+func loginLines(clientName string, scopes []string, resource, notice string) []template.HTML {
 	lines := []template.HTML{
 		template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> asks you to sign in with your palm. It receives:"),
 	}
@@ -165,7 +166,7 @@ func loginLines(clientName string, scopes []string, notice string) []template.HT
 				template.HTMLEscapeString(notice) + "</span>) asks you to sign in with your palm. It receives:"),
 		}
 	}
-	for _, words := range oidc.DescribeScopes(scopes) {
+	for _, words := range oidc.DescribeRequest(scopes, resource) {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))
 	}
 	return lines

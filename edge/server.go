@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
@@ -50,6 +51,9 @@ type Config struct {
 	// page a phone without the app shows for a scan URL links to it (palmapp.go);
 	// "" shows a neutral text.
 	PalmAppURL string
+	// Resources are the resources whose RFC 9728 metadata this server answers
+	// (wellknown.go); nil: none.
+	Resources *bearer.Resources
 }
 
 // Server serves palmgate's paths: /oauth2/*, /v1/* and the portal's /portal/*.
@@ -67,6 +71,8 @@ type Server struct {
 	portal   http.Handler
 	health   health
 	appURL   string
+
+	resources *bearer.Resources // RFC 9728 documents served (wellknown.go)
 }
 
 // New builds the server and its routes.
@@ -75,7 +81,7 @@ func New(cfg Config) *Server {
 		issuer: strings.TrimSuffix(cfg.Issuer, "/"),
 		palm:   cfg.Palm, agents: cfg.Agents, oidc: cfg.OIDC, keys: cfg.Keys,
 		logger: cfg.Logger, clientIP: cfg.ClientIP, portal: cfg.Portal,
-		health: health{store: cfg.Store}, appURL: cfg.PalmAppURL,
+		health: health{store: cfg.Store}, appURL: cfg.PalmAppURL, resources: cfg.Resources,
 	}
 	if s.logger == nil {
 		s.logger = zap.NewNop()
@@ -89,10 +95,14 @@ func New(cfg Config) *Server {
 }
 
 // OwnsPath reports whether p is one of palmgate's paths (/v1, /oauth2, /portal
-// and /health, and what is under them); the Caddy handler passes the others on.
-// An unknown path under them is palmgate's 404 (a page or the JSON error), never
-// the next handler's (an empty 200 on a site with nothing else).
+// and /health, and what is under them, and the /.well-known metadata families of
+// wellknown.go); the Caddy handler passes the others on. An unknown path under
+// them is palmgate's 404 (a page or the JSON error), never the next handler's (an
+// empty 200 on a site with nothing else).
 func OwnsPath(p string) bool {
+	if ownsWellKnown(p) {
+		return true
+	}
 	for _, prefix := range []string{"/v1", "/oauth2", "/portal", "/health"} {
 		if rest, ok := strings.CutPrefix(p, prefix); ok && (rest == "" || rest[0] == '/') {
 			return true
@@ -159,6 +169,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("/oauth2/logout", map[string]http.HandlerFunc{"GET": s.limited(s.handleLogout, s.writeLogoutError), "POST": s.limited(s.handleLogout, s.writeLogoutError)})
 	route(PathAlive, map[string]http.HandlerFunc{"GET": s.handleAlive})
 	route(PathReady, map[string]http.HandlerFunc{"GET": s.handleReady})
+	s.wellKnownRoutes(route)
 	mux.HandleFunc("/oauth2/check", s.handleCheck)
 	mux.HandleFunc("/oauth2/check/", s.handleCheck) // gateways that append the original path (Envoy ext_authz)
 	if s.portal != nil {

@@ -80,7 +80,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lines := []template.HTML{template.HTML("<b>" + template.HTMLEscapeString(st.ClientName) + "</b> asks to sign you in. It receives:")}
-	for _, words := range oidc.DescribeScopes(st.Request.Scopes) {
+	for _, words := range oidc.DescribeRequest(st.Request.Scopes, st.Request.Resource) {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))
 	}
 	s.renderConsentPage(w, r, http.StatusOK, consentPageData{Title: "Allow access?", Lines: lines, Open: true,

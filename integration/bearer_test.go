@@ -123,6 +123,9 @@ func (p proxied) expectRefused(t *testing.T, status int, realm, code, scope stri
 	if status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") == "" {
 		t.Errorf("%s: a 503 without Retry-After", r.Request)
 	}
+	if status == http.StatusUnauthorized && !strings.Contains(r.Header.Get("WWW-Authenticate"), "resource_metadata=") {
+		t.Errorf("%s: a 401 of palmgate_bearer without resource_metadata", r.Request)
+	}
 	expectChallenge(t, r, status, realm, code, scope)
 }
 
@@ -174,6 +177,17 @@ func expectChallenge(t *testing.T, r *testserver.Response, status int, realm, co
 		want["error"], want["error_description"] = code, params["error_description"]
 		if params["error_description"] == "" {
 			t.Errorf("%s: WWW-Authenticate %q has no error_description", r.Request, h[0])
+		}
+	}
+	if u, ok := params["resource_metadata"]; ok && status == http.StatusUnauthorized {
+		// palmgate_bearer's 401 names its RFC 9728 document and the scopes it
+		// requires (issue 23; TestBearerResourceMetadata checks their values).
+		if !strings.HasPrefix(u, "http") || !strings.Contains(u, "/.well-known/oauth-protected-resource") {
+			t.Errorf("%s: resource_metadata %q is no metadata URL", r.Request, u)
+		}
+		want["resource_metadata"] = u
+		if sc, ok := params["scope"]; ok {
+			want["scope"] = sc
 		}
 	}
 	if scheme != "Bearer" || fmt.Sprint(params) != fmt.Sprint(want) {

@@ -202,7 +202,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	now := s.now().UTC()
 	ar.ID, ar.Status, ar.ExpiresAt, ar.BrowserHash = uuid.NewString(), RequestPending, now.Add(s.loginTTL), bindingHash(browser.Binding)
 	req := palm.Request{
-		ClientName: cl.name, Scopes: ar.Scopes, ScopeDescriptions: DescribeScopes(ar.Scopes),
+		ClientName: cl.name, Scopes: ar.Scopes, ScopeDescriptions: DescribeRequest(ar.Scopes, ar.Resource),
 		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary, Address: browser.Address,
 	}
 	if cl.selfRegistered {
@@ -259,11 +259,11 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	default:
 		return nil, oauthError(ErrUnsupportedResponseType, "response_type must be code")
 	}
-	scopes, err := parseScopes(params.Get("scope"))
+	scopes, err := parseScopes(params.Get("scope"), len(params["resource"]) > 0)
 	if err != nil {
 		return nil, err
 	}
-	resource, err := cl.permits(scopes, params["resource"])
+	resource, err := cl.permits(scopes, params["resource"], s.resourcesOf(cl))
 	if err != nil {
 		return nil, err
 	}
@@ -328,13 +328,17 @@ func checkMaxAge(params url.Values) (int, error) {
 	return n, nil
 }
 
-func parseScopes(raw string) ([]string, error) {
+// parseScopes parses the scope of an authorization request. A request for a
+// resource (RFC 8707) is an OAuth request, not necessarily an OpenID one: an MCP
+// client asks for a token for its server and may leave openid out (it then gets
+// an access token and no ID token). Without a resource, openid is required.
+func parseScopes(raw string, forResource bool) ([]string, error) {
 	scopes, err := parseScopeList(raw)
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(scopes, ScopeOpenID) {
-		return nil, oauthError(ErrInvalidScope, "scope must include openid")
+	if !forResource && !slices.Contains(scopes, ScopeOpenID) {
+		return nil, oauthError(ErrInvalidScope, "scope must include openid (or the request must name a resource)")
 	}
 	return scopes, nil
 }

@@ -74,6 +74,10 @@ type Config struct {
 	// Events receives logins, token grants, reuses, logouts and changes of
 	// clients (core/event); nil: none.
 	Events event.Sink
+	// Resources are the resources a client without a `resources` list may ask
+	// tokens for (RFC 8707): those the palmgate_bearer sites protect and the
+	// operator's list (issue 23); nil: none.
+	Resources *bearer.Resources
 }
 
 // Service is the OpenID Connect provider.
@@ -95,6 +99,7 @@ type Service struct {
 	access         *bearer.Verifier
 	revocations    *revocations
 	events         event.Sink
+	resources      *bearer.Resources
 }
 
 // NewService builds the provider and registers its palm challenge outcome.
@@ -121,6 +126,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		ssoTTL:        cfg.SSOSession,
 		refreshParser: bearer.NewParser(issuer, keys.ES256, now),
 		events:        cfg.Events,
+		resources:     cfg.Resources,
 	}
 	cl.deleted = s.revokeClientGrants
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {

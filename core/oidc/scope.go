@@ -29,23 +29,34 @@ func ValidResource(uri string) bool {
 	return err == nil && u.IsAbs() && (u.Host != "" || u.Opaque != "")
 }
 
+// resourcesOf are the resources cl may ask tokens for: its own `resources` list,
+// or, for a client without one (a public or self-registered client, such as an
+// MCP client), the resources this palmgate's bearer sites protect and the
+// operator's `resources` list (issue 23).
+func (s *Service) resourcesOf(cl *client) []string {
+	if len(cl.resources) > 0 {
+		return cl.resources
+	}
+	return s.resources.URIs()
+}
+
 // permits checks what an authorization request asks of a client: every scope must be
 // one the client may ask for, a configured or a standard one (else invalid_scope),
-// and at most one resource, one of the client's (else invalid_target). It returns
+// and at most one resource, one of allowed (else invalid_target). It returns
 // the resource, "" when none is asked.
-func (cl *client) permits(scopes, resources []string) (string, error) {
+func (cl *client) permits(scopes, resources, allowed []string) (string, error) {
 	for _, sc := range scopes {
 		if !cl.mayAsk(sc) {
 			return "", oauthError(ErrInvalidScope, "scope %.64q is not allowed for this client", sc)
 		}
 	}
-	return cl.resource(resources)
+	return resource(resources, allowed)
 }
 
 // resource checks the `resource` parameters of a request: none, or one absolute URI
-// the client may ask tokens for. palmgate issues one audience per grant, so a second
-// `resource` is refused rather than merged.
-func (cl *client) resource(resources []string) (string, error) {
+// of allowed. palmgate issues one audience per grant, so a second `resource` is
+// refused rather than merged.
+func resource(resources, allowed []string) (string, error) {
 	switch {
 	case len(resources) == 0:
 		return "", nil
@@ -53,7 +64,7 @@ func (cl *client) resource(resources []string) (string, error) {
 		return "", oauthError(ErrInvalidTarget, "at most one resource per request")
 	case !ValidResource(resources[0]):
 		return "", oauthError(ErrInvalidTarget, "resource must be an absolute URI without a fragment")
-	case !slices.Contains(cl.resources, resources[0]):
+	case !slices.Contains(allowed, resources[0]):
 		return "", oauthError(ErrInvalidTarget, "resource %.200q is not allowed for this client", resources[0])
 	}
 	return resources[0], nil
@@ -61,14 +72,15 @@ func (cl *client) resource(resources []string) (string, error) {
 
 // checkGranted checks a token request against its grant: the client must still be
 // allowed the grant's scopes and resource (a configuration may have narrowed since),
-// and an asked `resource` must be the one granted.
-func (cl *client) checkGranted(g *grant, asked []string) error {
+// and an asked `resource` must be the one granted. allowed are the client's
+// resources (Service.resourcesOf).
+func (cl *client) checkGranted(g *grant, asked, allowed []string) error {
 	for _, sc := range g.Scopes {
 		if !cl.mayAsk(sc) {
 			return oauthError(ErrInvalidScope, "scope %.64q is no longer allowed for this client", sc)
 		}
 	}
-	if g.Resource != "" && !slices.Contains(cl.resources, g.Resource) {
+	if g.Resource != "" && !slices.Contains(allowed, g.Resource) {
 		return oauthError(ErrInvalidTarget, "resource %.200q is no longer allowed for this client", g.Resource)
 	}
 	switch {

@@ -191,7 +191,7 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 			return err
 		}
 		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, Resource: rec.Resource, AuthTime: rec.AuthTime}
-		if err := cl.checkGranted(g, resources); err != nil {
+		if err := cl.checkGranted(g, resources, s.resourcesOf(cl)); err != nil {
 			return err
 		}
 		rec.GrantID = grantID
@@ -439,7 +439,7 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 				return oauthError(ErrInvalidScope, "scope %q was not granted", sc)
 			}
 		}
-		if err := cl.checkGranted(g, resources); err != nil {
+		if err := cl.checkGranted(g, resources, s.resourcesOf(cl)); err != nil {
 			return err
 		}
 		g.RefreshJTI = newJTI

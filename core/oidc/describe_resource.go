@@ -1,0 +1,13 @@
+package oidc
+
+// DescribeRequest says in words what an authorization request gives the
+// application: its scopes (DescribeScopes) and, for a request for a resource (RFC
+// 8707; an MCP client asks for its server, often with no scope at all), that
+// resource, so that the person sees what the palm scan opens (issue 23).
+func DescribeRequest(scopes []string, resource string) []string {
+	words := DescribeScopes(scopes)
+	if resource != "" {
+		words = append(words, "Access to "+resource+" as you.")
+	}
+	return words
+}
