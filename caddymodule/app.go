@@ -26,6 +26,7 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/edge"
+	"github.com/palmgate/palmgate/internal/brand"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -140,6 +141,13 @@ type App struct {
 	// then it is deleted. Default: off (rotate with the admin API or
 	// `caddy palmgate keys rotate`; retired keys are deleted all the same).
 	KeyRotation caddy.Duration `json:"key_rotation,omitempty"`
+
+	// Brand is the operator's name, logo and accent colour on every page (login,
+	// registration, consent, signed-out, agents, portal). The name is at most 64
+	// printable characters; logo_url an absolute https URL (http only on a
+	// loopback host or in dev mode), whose origin alone the pages' CSP admits for
+	// images; color a CSS hex colour (#0b5fff or #05f). Default: palmgate's own.
+	Brand *brand.Brand `json:"brand,omitempty"`
 
 	store    storage.Store
 	storeKey string
@@ -403,6 +411,9 @@ func (a *App) Validate() error {
 		return errors.New("rate_limit: needs at least 1 request per window of at least 1s, or `off`")
 	}
 	if err := a.validatePortal(); err != nil {
+		return err
+	}
+	if err := a.validateBrand(); err != nil {
 		return err
 	}
 	if err := a.validateKeyRotation(); err != nil {

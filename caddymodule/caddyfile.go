@@ -61,6 +61,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		}
 //		portal off | portal { max_applications <n> }
 //		key_rotation <duration> | off
+//		brand { name <name>; logo_url <url>; color <#hex> }
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -130,6 +131,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := parseKeyRotation(d, &a.KeyRotation); err != nil {
 				return err
 			}
+		case "brand":
+			b, err := parseBrand(d)
+			if err != nil {
+				return err
+			}
+			a.Brand = b
 		case "portal":
 			pc, err := parsePortal(d)
 			if err != nil {
