@@ -28,6 +28,7 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/edge"
+	"github.com/palmgate/palmgate/internal/brand"
 	"github.com/palmgate/palmgate/internal/clocktest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/memstore"
@@ -140,6 +141,8 @@ type envOptions struct {
 	clients []oidc.Client
 	// ssoSession is oidc.Config.SSOSession (zero: off).
 	ssoSession time.Duration
+	// brand is edge.Config.Brand (zero: palmgate's own).
+	brand brand.Brand
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -197,7 +200,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 	}
 	e.srv = edge.New(edge.Config{
 		Issuer: testIssuer, Palm: e.palm, Agents: e.agents, OIDC: e.oidc, Keys: e.keys,
-		RateLimit: o.rateLimit, Store: store,
+		RateLimit: o.rateLimit, Store: store, Brand: o.brand,
 	})
 	return e
 }

@@ -148,13 +148,20 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		}
 		s.answerClient(w, r, step.Redirect)
 	default:
-		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, c.Request.SelfRegistered)})
+		s.renderChallengePage(w, r, c, challengePageData{
+			Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), c.Request.SelfRegistered),
+			Scopes: oidc.DescribeScopeList(st.Request.Scopes),
+			Cancel: &pageForm{Action: "/oauth2/verify/cancel", Label: "Cancel and go back to the application", Fields: []formPostField{
+				{"auth_request_id", st.Request.ID}, {"csrf_token", oidc.CancelToken(binding, st.Request.ID)},
+			}},
+			FormAction: formActionSource(st.Request.RedirectURI),
+		})
 	}
 }
 
-// loginLines tells the person, in words, what the application asks for, and
+// loginLines names the application that asks (the scopes follow as a list), and
 // whether a developer rather than the operator registered it.
-func loginLines(clientName string, scopes []string, selfRegistered bool) []template.HTML {
+func loginLines(clientName string, selfRegistered bool) []template.HTML {
 	lines := []template.HTML{
 		template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> asks you to sign in with your palm. It receives:"),
 	}
@@ -163,9 +170,6 @@ func loginLines(clientName string, scopes []string, selfRegistered bool) []templ
 			template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> (<span id=\"self-registered\">" +
 				template.HTMLEscapeString(palm.SelfRegisteredNotice) + "</span>) asks you to sign in with your palm. It receives:"),
 		}
-	}
-	for _, words := range oidc.DescribeScopes(scopes) {
-		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))
 	}
 	return lines
 }
