@@ -311,6 +311,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Portal:    a.portalHandler(),
 		Logger:    a.logger,
 		Store:     a.store,
+		Brand:     a.brand(),
 	})
 	a.warnKeyRotation()
 	if a.Dev {
