@@ -2,6 +2,8 @@ package portal
 
 import (
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -35,5 +37,29 @@ func TestPortalBrand(t *testing.T) {
 	}
 	if !strings.Contains(csp, "img-src https://cdn.acme.example;") || strings.Count(csp, "https:") != 1 {
 		t.Errorf("branded portal CSP %q, want img-src https://cdn.acme.example alone", csp)
+	}
+}
+
+// TestPortalLocalTime: the previous secret's expiry after a rotation is a <time>
+// with its ISO instant, which the page's script shows in the browser's time zone,
+// and its UTC text for no script.
+func TestPortalLocalTime(t *testing.T) {
+	p, _ := newPortal(t, "http://127.0.0.1:8080")
+	cookie := signedIn(p, "human-1")
+	var s session
+	p.open("session", cookie.Value, &s)
+	csrf := p.csrfToken(&s)
+	r := serve(p, "POST", "/portal/apps", url.Values{"csrf": {csrf}, "name": {"Timed App"}, "redirect_uris": {"https://timed.example/cb"}}, cookie)
+	id := regexp.MustCompile(`id="client-id">([^<]+)<`).FindStringSubmatch(r.Body.String())
+	if r.Code != http.StatusOK || id == nil {
+		t.Fatalf("create: %d\n%s", r.Code, r.Body)
+	}
+	r = serve(p, "POST", "/portal/apps/"+id[1]+"/rotate", url.Values{"csrf": {csrf}, "grace": {"3600"}}, cookie)
+	m := regexp.MustCompile(`<time class="local" id="previous-expires" datetime="(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(UTC\)</time>`).FindStringSubmatch(r.Body.String())
+	if r.Code != http.StatusOK || m == nil {
+		t.Fatalf("rotate: %d, want the previous secret's expiry as a <time>\n%s", r.Code, r.Body)
+	}
+	if !strings.Contains(r.Body.String(), `document.querySelectorAll("time.local")`) {
+		t.Error("the portal's script does not rewrite the times")
 	}
 }
