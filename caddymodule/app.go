@@ -27,6 +27,7 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/edge"
+	"github.com/palmgate/palmgate/internal/brand"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -160,6 +161,12 @@ type App struct {
 	// for, beside those the palmgate_bearer blocks of this Caddy name with
 	// `resource` (an MCP client, which registers itself, has no list).
 	Resources []string `json:"resources,omitempty"`
+	// Brand is the operator's name, logo and accent colour on every page (login,
+	// registration, consent, signed-out, agents, portal). The name is at most 64
+	// printable characters; logo_url an absolute https URL (http only on a
+	// loopback host or in dev mode), whose origin alone the pages' CSP admits for
+	// images; color a CSS hex colour (#0b5fff or #05f). Default: palmgate's own.
+	Brand *brand.Brand `json:"brand,omitempty"`
 
 	store    storage.Store
 	storeKey string
@@ -330,6 +337,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Logger:    a.logger,
 		Store:     a.store,
 		Resources: a.resources,
+		Brand:     a.brand(),
 	})
 	a.warnKeyRotation()
 	if a.Dev {
@@ -433,6 +441,9 @@ func (a *App) Validate() error {
 		return err
 	}
 	if err := a.validatePalmAppURL(); err != nil {
+		return err
+	}
+	if err := a.validateBrand(); err != nil {
 		return err
 	}
 	if err := a.validateKeyRotation(); err != nil {

@@ -65,6 +65,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		registration open | off [{ max_clients <n>|off; per_network <n>|off; unused <duration> }]
 //		client_metadata_documents on | off [{ allow_private }]
 //		resources <uri> [<uri>...]
+//		brand { name <name>; logo_url <url>; color <#hex> }
 //	}
 func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // option name
@@ -146,6 +147,12 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return err
 			}
 			a.ClientMetadataDocuments = mc
+		case "brand":
+			b, err := parseBrand(d)
+			if err != nil {
+				return err
+			}
+			a.Brand = b
 		case "portal":
 			pc, err := parsePortal(d)
 			if err != nil {

@@ -54,5 +54,5 @@ func (a *App) portalHandler() http.Handler {
 	if !a.portalOn() {
 		return nil
 	}
-	return portal.New(portal.Config{OIDC: a.oidc, Store: a.store, Issuer: a.Issuer, Dev: a.Dev, Logger: a.logger.Named("portal")})
+	return portal.New(portal.Config{OIDC: a.oidc, Store: a.store, Issuer: a.Issuer, Dev: a.Dev, Logger: a.logger.Named("portal"), Brand: a.brand()})
 }

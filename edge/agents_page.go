@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/jsontime"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/brand"
 )
 
 // The owner's agents page, /v1/human/agents: a person verifies with their palm
@@ -35,12 +35,14 @@ type agentsPageData struct {
 	Notice    string
 	Agents    []agentRow
 	CSRF      string
-	ExpiresAt string
+	ExpiresAt pageTime
 	CSPNonce  string
+	Brand     brand.Brand
 }
 
 type agentRow struct {
-	DeviceID, KeyFingerprint, RegisteredAt string
+	DeviceID, KeyFingerprint string
+	RegisteredAt             pageTime
 }
 
 // ownerPageJSON is the page's JSON form (Accept: application/json): what its
@@ -249,16 +251,16 @@ func (s *Server) renderAgentsPage(w http.ResponseWriter, r *http.Request, o *age
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand never fails on supported platforms
 	d := agentsPageData{
-		Title: "Your agents", Notice: notice, CSRF: o.CSRF, ExpiresAt: time2clock(o.ExpiresAt),
-		CSPNonce: base64.RawStdEncoding.EncodeToString(nonce),
+		Title: "Your agents", Notice: notice, CSRF: o.CSRF, ExpiresAt: clockTime(o.ExpiresAt),
+		CSPNonce: base64.RawStdEncoding.EncodeToString(nonce), Brand: s.brand,
 	}
 	for _, a := range agents {
-		d.Agents = append(d.Agents, agentRow{DeviceID: a.DeviceID, KeyFingerprint: a.KeyFingerprint, RegisteredAt: time.Time(a.RegisteredAt).UTC().Format("2006-01-02 15:04:05")})
+		d.Agents = append(d.Agents, agentRow{DeviceID: a.DeviceID, KeyFingerprint: a.KeyFingerprint, RegisteredAt: dateTime(a.RegisteredAt)})
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.CSPNonce+"'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'"+s.cspImgSrc("")+"; style-src 'nonce-"+d.CSPNonce+"'; script-src 'nonce-"+d.CSPNonce+"'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")

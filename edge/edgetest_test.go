@@ -29,6 +29,7 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/edge"
+	"github.com/palmgate/palmgate/internal/brand"
 	"github.com/palmgate/palmgate/internal/clocktest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/memstore"
@@ -148,6 +149,8 @@ type envOptions struct {
 	metadata     oidc.MetadataFetcher
 	// resources are the protected resources (oidc and edge Config.Resources).
 	resources *corebearer.Resources
+	// brand is edge.Config.Brand (zero: palmgate's own).
+	brand brand.Brand
 }
 
 // newEnv builds the server the way caddymodule's App.Provision does.
@@ -206,7 +209,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 	}
 	e.srv = edge.New(edge.Config{
 		Issuer: testIssuer, Palm: e.palm, Agents: e.agents, OIDC: e.oidc, Keys: e.keys,
-		RateLimit: o.rateLimit, Store: store, PalmAppURL: o.palmAppURL, Resources: o.resources,
+		RateLimit: o.rateLimit, Store: store, PalmAppURL: o.palmAppURL, Resources: o.resources, Brand: o.brand,
 	})
 	return e
 }

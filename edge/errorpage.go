@@ -17,6 +17,7 @@ import (
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/brand"
 )
 
 // The error page: what a person sees, in a browser, where an API caller gets a
@@ -50,6 +51,8 @@ type errorPageData struct {
 	Code, Detail string
 	HTTPStatus   int
 	CSPNonce     string
+	// Brand is the operator's brand, as on every page.
+	Brand brand.Brand
 }
 
 // acceptsHTML reports whether r asks for a page rather than JSON: its Accept
@@ -110,13 +113,14 @@ func (s *Server) renderErrorPage(w http.ResponseWriter, r *http.Request, status 
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand never fails on supported platforms
 	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
+	d.Brand = s.brand
 	if d.HTTPStatus == 0 && status != http.StatusOK {
 		d.HTTPStatus = status
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.CSPNonce+"'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'"+s.cspImgSrc("")+"; style-src 'nonce-"+d.CSPNonce+"'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")

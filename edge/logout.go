@@ -11,6 +11,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/internal/brand"
 )
 
 var signedOutPage = template.Must(template.ParseFS(pageFiles, "pages/signedout.html", "pages/base.html"))
@@ -20,6 +21,7 @@ type signedOutPageData struct {
 	Title, Outcome, StatusClass string
 	Lines                       []string
 	CSPNonce                    string
+	Brand                       brand.Brand
 }
 
 // handleLogout is the end_session_endpoint (OpenID Connect RP-Initiated Logout 1.0),
@@ -103,10 +105,11 @@ func (s *Server) renderSignedOutPage(w http.ResponseWriter, r *http.Request, sta
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand never fails on supported platforms
 	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
+	d.Brand = s.brand
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.CSPNonce+"'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'"+s.cspImgSrc("")+"; style-src 'nonce-"+d.CSPNonce+"'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")

@@ -148,15 +148,22 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		}
 		s.answerClient(w, r, step.Redirect)
 	default:
-		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, st.Request.Resource, c.Request.ClientNotice)})
+		s.renderChallengePage(w, r, c, challengePageData{
+			Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Resource, c.Request.ClientNotice),
+			Scopes: oidc.DescribeScopeList(st.Request.Scopes),
+			Cancel: &pageForm{Action: "/oauth2/verify/cancel", Label: "Cancel and go back to the application", Fields: []formPostField{
+				{"auth_request_id", st.Request.ID}, {"csrf_token", oidc.CancelToken(binding, st.Request.ID)},
+			}},
+			FormAction: formActionSource(st.Request.RedirectURI),
+		})
 	}
 }
 
-// loginLines tells the person, in words, what the application asks for (its
-// scopes and resource), and whether a developer rather than the operator
-// registered it (notice: the words that say so, which name the host of a client
-// ID metadata document).
-func loginLines(clientName string, scopes []string, resource, notice string) []template.HTML {
+// loginLines names the application that asks (the scopes follow as a list), the
+// resource it asks to reach as the person, and whether a developer rather than the
+// operator registered it (notice: the words that say so, which name the host of a
+// client ID metadata document).
+func loginLines(clientName, resource, notice string) []template.HTML {
 	lines := []template.HTML{
 		template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> asks you to sign in with your palm. It receives:"),
 	}
@@ -166,8 +173,8 @@ func loginLines(clientName string, scopes []string, resource, notice string) []t
 				template.HTMLEscapeString(notice) + "</span>) asks you to sign in with your palm. It receives:"),
 		}
 	}
-	for _, words := range oidc.DescribeRequest(scopes, resource) {
-		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))
+	if resource != "" {
+		lines = append(lines, template.HTML(template.HTMLEscapeString(oidc.DescribeResource(resource))))
 	}
 	return lines
 }

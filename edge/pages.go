@@ -12,7 +12,9 @@ import (
 	"github.com/skip2/go-qrcode"
 
 	"github.com/palmgate/palmgate/core/jsontime"
+	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/brand"
 )
 
 //go:embed pages/*.html
@@ -24,9 +26,11 @@ var challengePage = template.Must(template.ParseFS(pageFiles, "pages/challenge.h
 // agent owner's registration page and the login page.
 type challengePageData struct {
 	// HTTPStatus is the page's status code; zero means 200.
-	HTTPStatus  int
-	Title       string
-	Lines       []template.HTML
+	HTTPStatus int
+	Title      string
+	Lines      []template.HTML
+	// Scopes are what a login asks for, listed with their words.
+	Scopes      []oidc.ScopeWords
 	Status      palm.Status
 	StatusClass string
 	// Outcome closes the page with a message; the QR code shows only while the
@@ -37,11 +41,18 @@ type challengePageData struct {
 	QR          template.URL
 	ScanURL     string
 	ScanExpires string
-	ExpiresAt   string
+	Expires     pageTime
 	Dev         bool
 	DevScanURL  string
 	Nonce       string
 	CSPNonce    string
+	Brand       brand.Brand
+	// Cancel, when set, ends the palm step from the page (shown while it is open):
+	// the login's Cancel, the registration's "This is not my agent".
+	Cancel *pageForm
+	// FormAction is a CSP form-action source besides 'self': the client's
+	// redirect_uri origin, where a Cancel's answer redirects.
+	FormAction string
 }
 
 // challengeJSON is the page's JSON form (Accept: application/json), which its own
@@ -77,8 +88,12 @@ func (s *Server) renderChallengePage(w http.ResponseWriter, r *http.Request, c *
 	}
 	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
 	d.Status = c.Status
-	d.ExpiresAt = time2clock(c.ExpiresAt)
+	d.Expires = clockTime(c.ExpiresAt)
+	d.Brand = s.brand
 	d.Open = c.Status == palm.StatusPending && d.Outcome == ""
+	if !d.Open {
+		d.Cancel = nil
+	}
 	if d.Open {
 		d.ScanURL = s.palm.ScanURL(c)
 		d.ScanExpires = c.ScanExpiresAt.Format()
@@ -102,7 +117,11 @@ func (s *Server) renderChallengePage(w http.ResponseWriter, r *http.Request, c *
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; img-src data:; style-src 'nonce-"+d.CSPNonce+"'; script-src 'nonce-"+d.CSPNonce+"'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	formAction := "'self'"
+	if d.Cancel != nil && d.FormAction != "" {
+		formAction += " " + d.FormAction
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'"+s.cspImgSrc("data:")+"; style-src 'nonce-"+d.CSPNonce+"'; script-src 'nonce-"+d.CSPNonce+"'; connect-src 'self'; form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")

@@ -50,5 +50,11 @@ func (s *Server) handleRegisterPage(w http.ResponseWriter, r *http.Request) {
 	if c.Status != palm.StatusPending && d.Outcome == "" {
 		d.StatusClass, d.Outcome = "bad", "This request is closed."
 	}
+	if d.Outcome == "" && c.Status == palm.StatusPending && r.Method != http.MethodHead {
+		if d.Cancel, err = s.declineForm(w, r, session); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	s.renderChallengePage(w, r, c, d)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/brand"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	// Resources are the resources whose RFC 9728 metadata this server answers
 	// (wellknown.go); nil: none.
 	Resources *bearer.Resources
+	// Brand is the operator's brand on every page (validated by the caller);
+	// the zero Brand is palmgate's own.
+	Brand brand.Brand
 }
 
 // Server serves palmgate's paths: /oauth2/*, /v1/* and the portal's /portal/*.
@@ -73,6 +77,7 @@ type Server struct {
 	appURL   string
 
 	resources *bearer.Resources // RFC 9728 documents served (wellknown.go)
+	brand     brand.Brand
 }
 
 // New builds the server and its routes.
@@ -81,7 +86,7 @@ func New(cfg Config) *Server {
 		issuer: strings.TrimSuffix(cfg.Issuer, "/"),
 		palm:   cfg.Palm, agents: cfg.Agents, oidc: cfg.OIDC, keys: cfg.Keys,
 		logger: cfg.Logger, clientIP: cfg.ClientIP, portal: cfg.Portal,
-		health: health{store: cfg.Store}, appURL: cfg.PalmAppURL, resources: cfg.Resources,
+		health: health{store: cfg.Store}, appURL: cfg.PalmAppURL, resources: cfg.Resources, brand: cfg.Brand,
 	}
 	if s.logger == nil {
 		s.logger = zap.NewNop()
@@ -143,6 +148,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("/v1/agent/register/init", map[string]http.HandlerFunc{"POST": s.limited(s.handleRegisterInit, s.writeError)})
 	route("/v1/agent/register/{sessionId}/status", map[string]http.HandlerFunc{"GET": s.handleRegisterStatus})
 	route("/v1/agent/register/{sessionId}/verify", map[string]http.HandlerFunc{"GET": s.handleRegisterPage})
+	route("/v1/agent/register/{sessionId}/decline", map[string]http.HandlerFunc{"POST": s.limited(s.handleRegisterDecline, s.writeDeclineError)})
 	route("/v1/agent/verify/signature", map[string]http.HandlerFunc{"POST": s.handleVerifySignature})
 	route("/v1/agent/verify/device/{deviceId}", map[string]http.HandlerFunc{"GET": s.handleLookupDevice})
 	route("/v1/agent/verify/public-key/{publicKey}", map[string]http.HandlerFunc{"GET": s.handleLookupPublicKey})
@@ -156,6 +162,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("/v1/palm/challenges/{challengeId}/dev-scan", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmDevScan, s.writeError)})
 	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": s.limited(s.handleAuthorize, s.writeOAuthOrPage), "POST": s.limited(s.handleAuthorize, s.writeOAuthOrPage)})
 	route("/oauth2/verify", map[string]http.HandlerFunc{"GET": s.handleLoginPage})
+	route("/oauth2/verify/cancel", map[string]http.HandlerFunc{"POST": s.limited(s.handleLoginCancel, s.writeCancelError)})
 	route("/oauth2/consent", map[string]http.HandlerFunc{"GET": s.handleConsentPage, "POST": s.limited(s.handleConsent, s.writeConsentError)})
 	if s.oidc != nil && s.oidc.RegistrationOpen() { // off: no route, 404 whatever the method (register.go)
 		route("/oauth2/register", map[string]http.HandlerFunc{"POST": s.limited(s.handleRegister, s.writeOAuthError)})

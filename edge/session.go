@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/internal/brand"
 )
 
 // The single sign-on session's browser side (core/oidc/session.go has its rules):
@@ -25,6 +26,8 @@ var consentPage = template.Must(template.ParseFS(pageFiles, "pages/consent.html"
 type consentPageData struct {
 	Title, Outcome, StatusClass string
 	Lines                       []template.HTML
+	Scopes                      []oidc.ScopeWords
+	Brand                       brand.Brand
 	// Open shows the form (the browser that made the request, still pending).
 	Open                 bool
 	AuthRequestID, Token string
@@ -80,10 +83,10 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lines := []template.HTML{template.HTML("<b>" + template.HTMLEscapeString(st.ClientName) + "</b> asks to sign you in. It receives:")}
-	for _, words := range oidc.DescribeRequest(st.Request.Scopes, st.Request.Resource) {
-		lines = append(lines, template.HTML(template.HTMLEscapeString(words)))
+	if st.Request.Resource != "" {
+		lines = append(lines, template.HTML(template.HTMLEscapeString(oidc.DescribeResource(st.Request.Resource))))
 	}
-	s.renderConsentPage(w, r, http.StatusOK, consentPageData{Title: "Allow access?", Lines: lines, Open: true,
+	s.renderConsentPage(w, r, http.StatusOK, consentPageData{Title: "Allow access?", Lines: lines, Scopes: oidc.DescribeScopeList(st.Request.Scopes), Open: true,
 		AuthRequestID: st.Request.ID, Token: st.Token, RedirectURI: st.Request.RedirectURI})
 }
 
@@ -124,6 +127,7 @@ func (s *Server) renderConsentPage(w http.ResponseWriter, r *http.Request, statu
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand never fails on supported platforms
 	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
+	d.Brand = s.brand
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -131,7 +135,7 @@ func (s *Server) renderConsentPage(w http.ResponseWriter, r *http.Request, statu
 	if d.RedirectURI != "" {
 		formAction += " " + formActionSource(d.RedirectURI)
 	}
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.CSPNonce+"'; form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'"+s.cspImgSrc("")+"; style-src 'nonce-"+d.CSPNonce+"'; form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")

@@ -98,7 +98,7 @@ func expectOnlySecret(t *testing.T, instances []*env, id, live string, dead ...s
 	}
 }
 
-var previousUntilRE = regexp.MustCompile(`the previous one, until (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC`)
+var previousUntilRE = regexp.MustCompile(`the previous one, until <time class="local" id="previous-expires" datetime="[^"]+">(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \(UTC\)</time>`)
 
 // expectPortalRotation: a developer rotates an application's secret with a day's
 // grace on one instance, then with none on the other; the application page shows

@@ -12,7 +12,7 @@ import (
 
 var (
 	clientIDRE = regexp.MustCompile(`id="client-id">([^<]+)<`)
-	previousRE = regexp.MustCompile(`the previous one, until (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC`)
+	previousRE = regexp.MustCompile(`the previous one, until <time class="local" id="previous-expires" datetime="[^"]+">(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \(UTC\)</time>`)
 )
 
 // TestFailedFormsKeepWhatWasTyped: a creation, an edit or a rotation the registry

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/internal/brand"
 )
 
 //go:embed templates/*.html
@@ -38,6 +39,8 @@ type pageData struct {
 	// Form fills the create, edit and rotate forms: an application's values, or
 	// what the developer typed in the one that failed (Form.For).
 	Form form
+	// Brand is the operator's brand (internal/brand), as on every page.
+	Brand brand.Brand
 }
 
 func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, d *pageData) {
@@ -45,13 +48,18 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, d *p
 	d.Dev = p.dev
 	d.Issuer = p.issuer + "/oauth2"
 	d.Discover = d.Issuer + "/.well-known/openid-configuration"
+	d.Brand = p.brand
+	imgSrc := ""
+	if o := p.brand.ImgSrc(); o != "" {
+		imgSrc = "; img-src " + o
+	}
 	if d.Session != nil {
 		d.CSRF = p.csrfToken(d.Session)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.CSPNonce+"'; script-src 'nonce-"+d.CSPNonce+"'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'"+imgSrc+"; style-src 'nonce-"+d.CSPNonce+"'; script-src 'nonce-"+d.CSPNonce+"'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")

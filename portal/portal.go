@@ -26,6 +26,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/internal/brand"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -50,6 +51,9 @@ type Config struct {
 	SessionTTL time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Brand is the operator's brand on the portal's page (validated by the
+	// caller); the zero Brand is palmgate's own.
+	Brand brand.Brand
 }
 
 // Portal serves the developer portal.
@@ -63,6 +67,7 @@ type Portal struct {
 	sessionTTL time.Duration
 	now        func() time.Time
 	key        []byte
+	brand      brand.Brand
 	mux        *http.ServeMux
 }
 
@@ -82,6 +87,7 @@ func StaticClient(issuer string) oidc.Client {
 func New(cfg Config) *Portal {
 	p := &Portal{
 		oidc: cfg.OIDC, store: cfg.Store, issuer: cfg.Issuer, dev: cfg.Dev, logger: cfg.Logger, sessionTTL: cfg.SessionTTL, now: cfg.Now,
+		brand:  cfg.Brand,
 		secure: strings.HasPrefix(cfg.Issuer, "https://"),
 	}
 	if p.sessionTTL <= 0 {

@@ -4,19 +4,37 @@ package oidc
 // the login page and the person's app.
 func DescribeScopes(scopes []string) []string {
 	var words []string
-	for _, sc := range scopes {
-		switch sc {
-		case ScopeOpenID:
-			words = append(words, "A private identifier for you, only for this app. Never your palm data.")
-		case ScopeOfflineAccess:
-			words = append(words, "It can keep you signed in.")
-		case ScopeProfile:
-			words = append(words, "A made-up user name, only for this app.")
-		case ScopeEmail, ScopeAddress, ScopePhone:
-			// Granted without claims: palmgate knows none of them; nothing to say.
-		default:
-			words = append(words, "Access to "+sc+".")
-		}
+	for _, d := range DescribeScopeList(scopes) {
+		words = append(words, d.Words)
 	}
 	return words
+}
+
+// ScopeWords is a scope and what it gives the application, in words.
+type ScopeWords struct {
+	Scope, Words string
+}
+
+// DescribeScopeList is DescribeScopes with each description's scope, for the
+// pages' list of scopes. Scopes that give nothing (email, address, phone: palmgate
+// knows none of them) are left out.
+func DescribeScopeList(scopes []string) []ScopeWords {
+	var list []ScopeWords
+	for _, sc := range scopes {
+		var words string
+		switch sc {
+		case ScopeOpenID:
+			words = "A private identifier for you, only for this app. Never your palm data."
+		case ScopeOfflineAccess:
+			words = "It can keep you signed in."
+		case ScopeProfile:
+			words = "A made-up user name, only for this app."
+		case ScopeEmail, ScopeAddress, ScopePhone:
+			continue // granted without claims: nothing to say
+		default:
+			words = "Access to " + sc + "."
+		}
+		list = append(list, ScopeWords{Scope: sc, Words: words})
+	}
+	return list
 }

@@ -7,7 +7,13 @@ package oidc
 func DescribeRequest(scopes []string, resource string) []string {
 	words := DescribeScopes(scopes)
 	if resource != "" {
-		words = append(words, "Access to "+resource+" as you.")
+		words = append(words, DescribeResource(resource))
 	}
 	return words
+}
+
+// DescribeResource says in words what a request for resource opens: the pages
+// list it beside the scopes (DescribeScopeList).
+func DescribeResource(resource string) string {
+	return "Access to " + resource + " as you."
 }

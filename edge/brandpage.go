@@ -1,0 +1,47 @@
+package edge
+
+import (
+	"time"
+
+	"github.com/palmgate/palmgate/core/jsontime"
+)
+
+// What the pages share beyond base.html: times that the page's script shows in
+// the person's own time zone, and the small forms that end a palm step from the
+// page itself (the login's Cancel, the registration's "This is not my agent").
+// The brand (internal/brand) is Server.brand, set on every page's data.
+
+// pageTime is an instant as the pages print it (template "time" of base.html):
+// the ISO instant in <time datetime>, which the page's script formats in the
+// browser's locale, and the UTC text that stays without script.
+type pageTime struct {
+	ISO, UTC string
+	// Form is "time" (a time of today: an expiry) or "date" (date and time).
+	Form string
+}
+
+// clockTime is t as a time of day: "22:52:08 (UTC)" without script.
+func clockTime(t jsontime.Time) pageTime {
+	return pageTime{ISO: t.Format(), UTC: time2clock(t) + " (UTC)", Form: "time"}
+}
+
+// dateTime is t with its date: "2026-11-26 22:52:08 (UTC)" without script.
+func dateTime(t jsontime.Time) pageTime {
+	return pageTime{ISO: t.Format(), UTC: time.Time(t).UTC().Format("2006-01-02 15:04:05") + " (UTC)", Form: "date"}
+}
+
+// pageForm is a one-button form a page POSTs to end its palm step: hidden fields
+// (the CSRF token among them) and the button's label.
+type pageForm struct {
+	Action, Label string
+	Fields        []formPostField
+}
+
+// cspImgSrc is the img-src directive of a page that shows images from sources
+// (space separated; "" for none) and the brand's logo: "; img-src ..." or "".
+func (s *Server) cspImgSrc(sources string) string {
+	if v := s.brand.WithImgSrc(sources); v != "" {
+		return "; img-src " + v
+	}
+	return ""
+}
