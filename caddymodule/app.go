@@ -292,6 +292,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		CodeTTL:    time.Duration(a.AuthCodeTTL),
 		Events:     events,
 		SSOSession: time.Duration(a.SSOSession),
+		Agents:     a.agents,
 	})
 	if err != nil {
 		return err

@@ -148,7 +148,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		}
 		s.answerClient(w, r, step.Redirect)
 	default:
-		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, c.Request.SelfRegistered)})
+		s.renderChallengePage(w, r, c, challengePageData{Title: "Sign in with your palm", Lines: append(loginLines(s.oidc.ClientName(st.Request), st.Request.Scopes, c.Request.SelfRegistered), actorLines(st.Request.RequestedActor)...)})
 	}
 }
 

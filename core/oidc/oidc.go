@@ -66,6 +66,9 @@ type Config struct {
 	// MaxClientsPerOwner bounds the dynamic clients of one owner (developer).
 	// Default: DefaultMaxClientsOwner.
 	MaxClientsPerOwner int
+	// Agents is the agent registry, for agents acting for their humans
+	// (actor.go); nil: no agent gets a token.
+	Agents Agents
 	// Events receives logins, token grants, reuses, logouts and changes of
 	// clients (core/event); nil: none.
 	Events event.Sink
@@ -90,6 +93,7 @@ type Service struct {
 	access         *bearer.Verifier
 	revocations    *revocations
 	events         event.Sink
+	agents         Agents
 }
 
 // NewService builds the provider and registers its palm challenge outcome.
@@ -116,6 +120,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		ssoTTL:        cfg.SSOSession,
 		refreshParser: bearer.NewParser(issuer, keys.ES256, now),
 		events:        cfg.Events,
+		agents:        cfg.Agents,
 	}
 	cl.deleted = s.revokeClientGrants
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {
