@@ -159,3 +159,84 @@ func expectAgentRefused(t *testing.T, p proxied) {
 		t.Errorf("%s: WWW-Authenticate %q, want insufficient_scope", p.Request, h)
 	}
 }
+
+// consentAgent lets agent a act for subject towards client c (requested_actor,
+// a palm scan) and returns a fresh token of the agent.
+func (e *env) consentAgent(t *testing.T, c oidcClient, subject string, a *agent) string {
+	t.Helper()
+	q := e.login(t, e.authURL(c, "scope", "openid orders:read", "requested_actor", a.deviceID), subject, c.redirects[0])
+	if q.Get("code") == "" {
+		t.Fatalf("consent to %s: callback %v, want a code", a.deviceID, q)
+	}
+	resp := e.agentToken(t, c, e.agentAssertion(t, a)).ExpectStatus(t, http.StatusOK)
+	return str(resp.Object(t)["access_token"])
+}
+
+// ownerGrants are the grants the verified owner page lists (its JSON form).
+func (p *ownerPage) grants(t *testing.T) []map[string]any {
+	t.Helper()
+	var j struct {
+		Grants []map[string]any `json:"grants"`
+	}
+	p.get(t, "application/json").ExpectStatus(t, http.StatusOK).Decode(t, &j)
+	return j.Grants
+}
+
+// TestAgentGrantsOnTheOwnersPage: the owner's agents page lists each agent's
+// grants (application, scopes, expiry, last use) to its owner alone; revoking one
+// stops new tokens and live ones at once; removing an agent does the same.
+func TestAgentGrantsOnTheOwnersPage(t *testing.T) {
+	u := newUpstream(t)
+	shop := newOIDCClient("shop", "")
+	e := start(t, oidcOptions([]oidcClient{shop}, "palmgate\n"+u.agentRoute("/agents/*", "agents allow")))
+	alice, bob := e.subject("alice"), e.subject("bob")
+	revoked, removed := newAgent(t, "revoked-bot-"+randHex(4)), newAgent(t, "removed-bot-"+randHex(4))
+	e.register(t, revoked, alice)
+	e.register(t, removed, alice)
+	revokedTok := e.consentAgent(t, shop, alice, revoked)
+	removedTok := e.consentAgent(t, shop, alice, removed)
+
+	if g := e.openOwnerPage(t, bob).grants(t); len(g) != 0 {
+		t.Errorf("bob's page lists %v; a person's agents' grants are theirs alone", g)
+	}
+	page := e.openOwnerPage(t, alice)
+	html := string(page.get(t, "text/html").ExpectStatus(t, http.StatusOK).Body)
+	if !strings.Contains(html, `id="grants"`) || !strings.Contains(html, revoked.deviceID) || !strings.Contains(html, shop.name) {
+		t.Errorf("alice's page does not show the grants:\n%s", testserver.Snippet([]byte(html)))
+	}
+	grants := page.grants(t)
+	if len(grants) != 2 {
+		t.Fatalf("alice's grants %v, want two", grants)
+	}
+	for _, g := range grants {
+		if str(g["clientId"]) != shop.id || str(g["application"]) != shop.name || !timeRE.MatchString(str(g["expiresAt"])) ||
+			!timeRE.MatchString(str(g["lastUsedAt"])) || fmt.Sprint(g["scopes"]) != "[openid orders:read]" {
+			t.Errorf("grant %v: want shop's, openid orders:read, an expiry and a last use", g)
+		}
+	}
+	// Bob's page cannot revoke alice's grant.
+	bobPage := e.openOwnerPage(t, bob)
+	form := url.Values{"csrf": {bobPage.csrf}, "deviceId": {revoked.deviceID}, "clientId": {shop.id}}.Encode()
+	testserver.DoWith(t, bobPage.browser, "POST", e.URL+"/v1/human/agents/revoke", form, "Content-Type", "application/x-www-form-urlencoded").
+		ExpectStatus(t, http.StatusNotFound)
+	if got := u.call(t, e, "GET", "/agents/x", "Bearer "+revokedTok); got.Status != http.StatusOK {
+		t.Fatalf("the grant bob tried to revoke stopped working: %d", got.Status)
+	}
+	// Alice revokes one: refused at once, and no new token.
+	form = url.Values{"csrf": {page.csrf}, "deviceId": {revoked.deviceID}, "clientId": {shop.id}}.Encode()
+	testserver.DoWith(t, page.browser, "POST", e.URL+"/v1/human/agents/revoke", form, "Content-Type", "application/x-www-form-urlencoded").
+		ExpectStatus(t, http.StatusOK)
+	if got := u.call(t, e, "GET", "/agents/x", "Bearer "+revokedTok); got.Status != http.StatusUnauthorized || got.seen != nil {
+		t.Errorf("a revoked grant's live token: %d, want 401", got.Status)
+	}
+	expectOAuthError(t, e.agentToken(t, shop, e.agentAssertion(t, revoked)), http.StatusBadRequest, "invalid_grant")
+	if g := page.grants(t); len(g) != 1 || str(g[0]["deviceId"]) != removed.deviceID {
+		t.Errorf("grants after the revocation %v, want %s's alone", g, removed.deviceID)
+	}
+	// Alice removes the other agent: its token and its key stop working at once.
+	page.remove(t, removed.deviceID, page.csrf).ExpectStatus(t, http.StatusOK)
+	if got := u.call(t, e, "GET", "/agents/x", "Bearer "+removedTok); got.Status != http.StatusUnauthorized || got.seen != nil {
+		t.Errorf("a removed agent's live token: %d, want 401", got.Status)
+	}
+	expectOAuthError(t, e.agentToken(t, shop, e.agentAssertion(t, removed)), http.StatusBadRequest, "invalid_grant")
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/records"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -120,7 +121,7 @@ func (s *Service) consentActor(txn storage.Txn, ar *AuthRequest, actor, owner st
 	// A new consent replaces the agent's grant for the client; the tokens of the
 	// one it replaces stop working.
 	if old, err := getActorGrant(txn, g.DeviceID, g.ClientID); err == nil {
-		if err := putRevoked(txn, old.ID, now.Add(s.accessTTL), now); err != nil {
+		if err := putRevoked(txn, old.ID, now.Add(s.accessTTL+bearer.Leeway), now); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, errNoActorGrant) {
