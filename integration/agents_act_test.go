@@ -1,9 +1,14 @@
 package integration
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +106,12 @@ func TestAgentActsForItsHuman(t *testing.T) {
 		t.Errorf("agent token claims %v: want sub %s and act {sub %s, sub_profile ai_agent}", claims, person.sub, bot.deviceID)
 	}
 	expectOAuthError(t, e.agentToken(t, shop, assertion), http.StatusBadRequest, "invalid_grant") // its jti is spent
+
+	// The reference agent does the same with its `token` command.
+	if out := runExampleAgent(t, bot, "token", "-server", e.URL, "-device", bot.deviceID, "-client", shop.id, "-secret", shop.secret,
+		"-call", e.URL+"/agents/orders"); !strings.Contains(out, `{"upstream":true}`) {
+		t.Errorf("examples/agent token: %s", out)
+	}
 
 	// agents allow: the upstream sees alice's pairwise sub and the agent; a
 	// client-sent X-Palmgate-Agent-Id never reaches it.
@@ -239,4 +250,29 @@ func TestAgentGrantsOnTheOwnersPage(t *testing.T) {
 		t.Errorf("a removed agent's live token: %d, want 401", got.Status)
 	}
 	expectOAuthError(t, e.agentToken(t, shop, e.agentAssertion(t, removed)), http.StatusBadRequest, "invalid_grant")
+}
+
+// runExampleAgent builds examples/agent and runs it with a's key and args,
+// returning its output; a failure fails the test.
+func runExampleAgent(t *testing.T, a *agent, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agent")
+	if out, err := exec.Command("go", "build", "-o", bin, "../examples/agent").CombinedOutput(); err != nil {
+		t.Fatalf("building examples/agent: %v\n%s", err, out)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(a.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath := filepath.Join(dir, "agent-key.pem")
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append(args[:1:1], append([]string{"-key", keyPath}, args[1:]...)...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("examples/agent %v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }
