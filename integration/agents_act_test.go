@@ -202,13 +202,16 @@ func TestAgentGrantsOnTheOwnersPage(t *testing.T) {
 	e := start(t, oidcOptions([]oidcClient{shop}, "palmgate\n"+u.agentRoute("/agents/*", "agents allow")))
 	alice, bob := e.subject("alice"), e.subject("bob")
 	revoked, removed := newAgent(t, "revoked-bot-"+randHex(4)), newAgent(t, "removed-bot-"+randHex(4))
+	byOperator := newAgent(t, "operator-removed-bot-"+randHex(4))
 	e.register(t, revoked, alice)
 	e.register(t, removed, alice)
+	e.register(t, byOperator, bob)
 	revokedTok := e.consentAgent(t, shop, alice, revoked)
 	removedTok := e.consentAgent(t, shop, alice, removed)
+	operatorTok := e.consentAgent(t, shop, bob, byOperator)
 
-	if g := e.openOwnerPage(t, bob).grants(t); len(g) != 0 {
-		t.Errorf("bob's page lists %v; a person's agents' grants are theirs alone", g)
+	if g := e.openOwnerPage(t, bob).grants(t); len(g) != 1 || str(g[0]["deviceId"]) != byOperator.deviceID {
+		t.Errorf("bob's page lists %v; want his agent's grant alone (a person's agents' grants are theirs alone)", g)
 	}
 	page := e.openOwnerPage(t, alice)
 	html := string(page.get(t, "text/html").ExpectStatus(t, http.StatusOK).Body)
@@ -250,6 +253,12 @@ func TestAgentGrantsOnTheOwnersPage(t *testing.T) {
 		t.Errorf("a removed agent's live token: %d, want 401", got.Status)
 	}
 	expectOAuthError(t, e.agentToken(t, shop, e.agentAssertion(t, removed)), http.StatusBadRequest, "invalid_grant")
+
+	// An agent the operator removes (admin API) loses its grants the same way.
+	testserver.Do(t, "DELETE", "http://"+e.AdminAddr+"/palmgate/agents/"+byOperator.deviceID, nil).ExpectStatus(t, http.StatusOK)
+	if got := u.call(t, e, "GET", "/agents/x", "Bearer "+operatorTok); got.Status != http.StatusUnauthorized || got.seen != nil {
+		t.Errorf("an agent removed by the operator: its live token %d, want 401", got.Status)
+	}
 }
 
 // runExampleAgent builds examples/agent and runs it with a's key and args,
