@@ -246,6 +246,7 @@ func TestActorTokenRefusals(t *testing.T) {
 		{"not a JWT", ErrInvalidGrant, "not-a-jwt", nil, "malformed"},
 		{"no assertion", ErrInvalidRequest, "", nil, "assertion is required"},
 		{"scope beyond the grant", ErrInvalidScope, h.assertion(t, "alice-bot", h.aliceBotKey, nil), []string{"scope", "orders:read profile"}, `"profile" was not granted`},
+		{"empty scope", ErrInvalidScope, h.assertion(t, "alice-bot", h.aliceBotKey, nil), []string{"scope", " "}, "scope is empty"},
 		{"resource not granted", ErrInvalidTarget, h.assertion(t, "alice-bot", h.aliceBotKey, nil), []string{"resource", apiResource}, "resource"},
 		{"a client the human did not grant", ErrInvalidGrant, h.assertion(t, "alice-bot", h.aliceBotKey, nil), []string{"client_id", "other", "client_secret", "other-secret"}, "not let it act for this client"},
 		{"wrong client secret", ErrInvalidClient, h.assertion(t, "alice-bot", h.aliceBotKey, nil), []string{"client_secret", "wrong"}, "client authentication"},

@@ -60,6 +60,9 @@ func (s *Service) jwtBearer(ctx context.Context, c *caller, p url.Values) (*Toke
 		if asked, err = parseScopeList(scope); err != nil {
 			return nil, c.refuse(ctx, err)
 		}
+		if len(asked) == 0 {
+			return nil, c.refuse(ctx, oauthError(ErrInvalidScope, "scope is empty"))
+		}
 	}
 	claims, humanID, err := s.verifyAssertion(ctx, assertion)
 	if err != nil {
@@ -99,7 +102,8 @@ func (s *Service) jwtBearer(ctx context.Context, c *caller, p url.Values) (*Toke
 		if err := cl.checkGranted(&grant{Scopes: g.Scopes, Resource: g.Resource}, p["resource"]); err != nil {
 			return err
 		}
-		if err := txn.Set(jtiKey, nil, claims.ExpiresAt.Sub(now)+bearer.Leeway); err != nil {
+		// Kept while the parser would still accept the assertion (its exp, with leeway).
+		if err := txn.Set(jtiKey, nil, max(claims.ExpiresAt.Sub(now)+bearer.Leeway, time.Second)); err != nil {
 			return err
 		}
 		if now.Sub(g.LastUsedAt) >= actorLastUsedStep {
