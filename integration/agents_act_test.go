@@ -142,6 +142,10 @@ func TestAgentActsForItsHuman(t *testing.T) {
 	if r := e.do(t, "GET", "/oauth2/check", nil, "Authorization", "Bearer "+access); r.Status != http.StatusForbidden {
 		t.Errorf("/oauth2/check of an agent's token: %d, want 403", r.Status)
 	}
+	e.do(t, "GET", "/oauth2/check?agents=sometimes", nil, "Authorization", "Bearer "+access).ExpectStatus(t, http.StatusBadRequest)
+	if r := e.do(t, "GET", "/oauth2/check?agents=only", nil, "Authorization", "Bearer "+person.access); r.Status != http.StatusForbidden {
+		t.Errorf("/oauth2/check?agents=only of alice's own token: %d, want 403", r.Status)
+	}
 	r := e.do(t, "GET", "/oauth2/check?agents=allow", nil, "Authorization", "Bearer "+access).ExpectStatus(t, http.StatusOK)
 	if r.Header.Get("X-Palmgate-Agent-Id") != bot.deviceID || r.Header.Get("X-Palmgate-Sub") != person.sub {
 		t.Errorf("/oauth2/check?agents=allow headers %v", r.Header)
