@@ -51,5 +51,11 @@ func adminAgents(w http.ResponseWriter, r *http.Request) error {
 	}
 	app.logger.Info("palmgate agent removed",
 		zap.String("by", "operator"), zap.String("deviceId", removed.DeviceID), zap.String("humanId", removed.HumanID))
+	// Its grants to act for its human go with it (issue 24): its live tokens are
+	// refused at once. The removal stands if this fails: no new token is issued to
+	// a removed agent, and the live ones expire with access_token_ttl.
+	if err := app.OIDC().RevokeAgentGrants(r.Context(), removed.HumanID, removed.DeviceID); err != nil {
+		app.logger.Warn("palmgate: revoking the removed agent's grants", zap.String("deviceId", removed.DeviceID), zap.Error(err))
+	}
 	return writeAdminJSON(w, http.StatusOK, removedAgent{DeviceID: removed.DeviceID, HumanID: removed.HumanID, RegisteredAt: removed.RegisteredAt})
 }

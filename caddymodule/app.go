@@ -325,6 +325,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		SSOSession:   time.Duration(a.SSOSession),
 		Registration: a.registrationConfig(), ClientMetadata: a.clientMetadata(),
 		Resources: a.resources,
+		Agents:    a.agents,
 	})
 	if err != nil {
 		return err

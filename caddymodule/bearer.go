@@ -89,6 +89,13 @@ type Bearer struct {
 	// -1 disables the cache.
 	CacheSize int `json:"cache_size,omitempty"`
 
+	// Agents says whether tokens of agents acting for their humans (an `act`
+	// claim) are admitted: "allow", "only" (agents alone), or "deny" (the
+	// default: a site never starts admitting agents by surprise). Refused tokens
+	// get 403 insufficient_scope. {http.auth.user.agent_id} and the
+	// X-Palmgate-Agent-Id header name the agent of an admitted one.
+	Agents string `json:"agents,omitempty"`
+
 	verifier *bearer.Verifier
 	logger   *zap.Logger
 
@@ -112,6 +119,9 @@ func (b *Bearer) Provision(ctx caddy.Context) error {
 	}
 	if b.Realm == "" {
 		b.Realm = edge.Realm
+	}
+	if err := b.validAgentsMode(); err != nil {
+		return err
 	}
 	if b.Issuer == "" {
 		if b.Leeway != nil {
@@ -200,6 +210,7 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	repl.Set("http.auth.user.id", claims.Subject)
 	repl.Set("http.auth.user.scope", claims.Scope)
 	repl.Set("http.auth.user.client_id", claims.ClientID)
+	setAgentPlaceholder(repl, claims)
 	return next.ServeHTTP(w, r)
 }
 
@@ -220,7 +231,11 @@ func refusalText(err error) error {
 // check verifies the token (every check of the one access-token verifier), then
 // its audience, then the scopes.
 func (b *Bearer) check(r *http.Request) (*bearer.Claims, error) {
-	return edge.CheckBearer(r, b.verifier, b.Audience, b.Scopes)
+	claims, err := edge.CheckBearer(r, b.verifier, b.Audience, b.Scopes)
+	if err == nil {
+		err = b.agentsMode().Admit(claims)
+	}
+	return claims, err
 }
 
 // UnmarshalCaddyfile sets up the middleware:
@@ -236,6 +251,7 @@ func (b *Bearer) check(r *http.Request) (*bearer.Claims, error) {
 //		timeout <duration>
 //		leeway <duration>
 //		cache_size <tokens>
+//		agents allow|deny|only
 //	}
 func (b *Bearer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -306,6 +322,10 @@ func (b *Bearer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("palmgate_bearer cache_size: %q is not a number of tokens (or -1 for none)", n)
 			}
 			b.CacheSize = size
+		case "agents":
+			if err := parseAgentsOption(d, &b.Agents); err != nil {
+				return err
+			}
 		default:
 			return d.Errf("palmgate_bearer: unknown option %q", option)
 		}

@@ -34,6 +34,7 @@ type agentsPageData struct {
 	Title     string
 	Notice    string
 	Agents    []agentRow
+	Grants    []grantRow // agents_grants.go
 	CSRF      string
 	ExpiresAt pageTime
 	CSPNonce  string
@@ -55,6 +56,7 @@ type ownerPageJSON struct {
 	ScanExpiresAt *jsontime.Time     `json:"scanExpiresAt,omitempty"`
 	HumanID       string             `json:"humanId,omitempty"`
 	Agents        []agent.OwnedAgent `json:"agents,omitempty"`
+	Grants        []actorGrantJSON   `json:"grants,omitempty"`
 	ExpiresAt     *jsontime.Time     `json:"expiresAt,omitempty"`
 }
 
@@ -158,7 +160,12 @@ func (s *Server) handleAgentsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, ownerPageJSON{Status: string(o.Status), HumanID: o.HumanID, Agents: agents, ExpiresAt: &o.ExpiresAt})
+		_, grants, err := s.ownerGrants(r.Context(), o.HumanID)
+		if err != nil {
+			s.writeAgentsPageError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ownerPageJSON{Status: string(o.Status), HumanID: o.HumanID, Agents: agents, Grants: grants, ExpiresAt: &o.ExpiresAt})
 		return
 	}
 	s.renderAgentsPage(w, r, o, agents, "")
@@ -190,6 +197,11 @@ func (s *Server) handleAgentsRemove(w http.ResponseWriter, r *http.Request) {
 	}
 	removed, err := s.agents.RemoveOwned(r.Context(), o.HumanID, form.Get("deviceId"))
 	if err != nil {
+		s.writeAgentsPageError(w, r, err)
+		return
+	}
+	// Its grants go with it: its live tokens are refused at once.
+	if err := s.oidc.RevokeAgentGrants(r.Context(), removed.HumanID, removed.DeviceID); err != nil {
 		s.writeAgentsPageError(w, r, err)
 		return
 	}
@@ -254,6 +266,7 @@ func (s *Server) renderAgentsPage(w http.ResponseWriter, r *http.Request, o *age
 		Title: "Your agents", Notice: notice, CSRF: o.CSRF, ExpiresAt: clockTime(o.ExpiresAt),
 		CSPNonce: base64.RawStdEncoding.EncodeToString(nonce), Brand: s.brand,
 	}
+	d.Grants, _, _ = s.ownerGrants(r.Context(), o.HumanID) // the page still lists the agents when this read fails
 	for _, a := range agents {
 		d.Agents = append(d.Agents, agentRow{DeviceID: a.DeviceID, KeyFingerprint: a.KeyFingerprint, RegisteredAt: dateTime(a.RegisteredAt)})
 	}

@@ -17,6 +17,9 @@ const (
 	HeaderSub      = "X-Palmgate-Sub"
 	HeaderScope    = "X-Palmgate-Scope"
 	HeaderClientID = "X-Palmgate-Client-Id"
+	// HeaderAgentID is the deviceId of the agent acting for the subject (a token
+	// with `act`); absent for a person's own token.
+	HeaderAgentID = "X-Palmgate-Agent-Id"
 )
 
 // SetIdentityHeaders replaces any copy of the identity headers with the token's.
@@ -24,6 +27,10 @@ func SetIdentityHeaders(h http.Header, claims *bearer.Claims) {
 	h.Del(HeaderSub)
 	h.Del(HeaderScope)
 	h.Del(HeaderClientID)
+	h.Del(HeaderAgentID)
+	if id := claims.AgentID(); id != "" {
+		h.Set(HeaderAgentID, id)
+	}
 	h.Set(HeaderSub, claims.Subject)
 	h.Set(HeaderScope, claims.Scope)
 	h.Set(HeaderClientID, claims.ClientID)
@@ -64,7 +71,7 @@ func SetChallenge(h http.Header, realm string, err error) int {
 		challenge += `, error="` + f.Code + `"`
 		// Only scope tokens go into the quoted string: a requested scope (the
 		// query of /oauth2/check) may hold quotes or control characters.
-		if need, _ := f.Details["scope"].(string); strings.IndexFunc(need, notScopeChar) < 0 {
+		if need, _ := f.Details["scope"].(string); need != "" && strings.IndexFunc(need, notScopeChar) < 0 {
 			challenge += `, scope="` + need + `"`
 		}
 	default:

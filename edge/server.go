@@ -155,6 +155,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("/v1/human/leaderboard", map[string]http.HandlerFunc{"GET": s.handleLeaderboard})
 	route("/v1/human/agents", map[string]http.HandlerFunc{"GET": s.handleAgentsPage})
 	route("/v1/human/agents/remove", map[string]http.HandlerFunc{"POST": s.handleAgentsRemove})
+	route("/v1/human/agents/revoke", map[string]http.HandlerFunc{"POST": s.handleAgentsRevoke})
 	route("/v1/human/agents/signout", map[string]http.HandlerFunc{"POST": s.handleAgentsSignout})
 	route("/v1/palm/challenges/{challengeId}", map[string]http.HandlerFunc{"GET": s.handlePalmChallenge})
 	route("/v1/palm/challenges/{challengeId}/assertion", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmAssertion, s.writeError)})

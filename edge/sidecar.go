@@ -19,6 +19,9 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 		scopes = strings.Fields(strings.Join(q, " "))
 	}
 	claims, err := CheckBearer(r, s.oidc.AccessVerifier(), "", scopes)
+	if err == nil {
+		err = checkAgents(r, claims)
+	}
 	if err != nil {
 		writeChallenge(w, Realm, err, s.logger)
 		return

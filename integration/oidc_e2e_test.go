@@ -52,7 +52,7 @@ func TestOIDCRelyingParty(t *testing.T) {
 		if strings.Join(d.Subjects, ",") != "pairwise" || strings.Join(d.IDTokenAlgs, ",") != "RS256,ES256,EdDSA" ||
 			strings.Join(d.PKCEMethods, ",") != "S256" || strings.Join(d.ResponseType, ",") != "code" ||
 			strings.Join(d.AuthMethods, ",") != "client_secret_post,client_secret_basic,none" || // none: public clients
-			strings.Join(d.GrantTypes, ",") != "authorization_code,refresh_token" {
+			strings.Join(d.GrantTypes, ",") != "authorization_code,refresh_token,urn:ietf:params:oauth:grant-type:jwt-bearer" {
 			t.Errorf("discovery metadata %+v", d)
 		}
 		m := e.do(t, "GET", "/oauth2/jwks", nil).ExpectStatus(t, http.StatusOK).Object(t)

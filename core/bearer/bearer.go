@@ -68,6 +68,29 @@ type Claims struct {
 	Scope    string `json:"scope"`
 	AuthTime int64  `json:"auth_time,omitempty"`
 	GrantID  string `json:"sid"`
+	// Act, when set, is the agent acting for the subject (RFC 8693 4.1): the token
+	// was issued to a registered agent under its human's grant (the jwt-bearer grant).
+	Act *Actor `json:"act,omitempty"`
+}
+
+// Actor is the `act` claim of a token an agent obtained for its human.
+type Actor struct {
+	// Subject is the agent's deviceId.
+	Subject string `json:"sub"`
+	// Profile is ActorProfileAgent.
+	Profile string `json:"sub_profile,omitempty"`
+}
+
+// ActorProfileAgent is the sub_profile of an agent acting for a person.
+const ActorProfileAgent = "ai_agent"
+
+// AgentID is the deviceId of the agent acting for the subject, "" for a token of
+// the subject itself.
+func (c *Claims) AgentID() string {
+	if c.Act == nil {
+		return ""
+	}
+	return c.Act.Subject
 }
 
 // HasScopes reports whether every scope in want was granted.

@@ -94,6 +94,8 @@ const (
 	Unavailable
 	Scheduled
 	Manual
+	// JWTBearer: an agent's token (the jwt-bearer grant, issue 24).
+	JWTBearer
 
 	// NumOutcomes bounds the outcomes, for tables indexed by Outcome.
 	NumOutcomes
@@ -107,6 +109,7 @@ var outcomeNames = [NumOutcomes]string{
 	RefreshToken: "refresh_token", Allowed: "allowed",
 	Missing: "missing", Invalid: "invalid", InsufficientScope: "insufficient_scope",
 	Unavailable: "unavailable", Scheduled: "scheduled", Manual: "manual",
+	JWTBearer: "jwt_bearer",
 }
 
 // String is the outcome's name, a Prometheus label value ("" for None).

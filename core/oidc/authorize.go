@@ -76,6 +76,9 @@ type AuthRequest struct {
 	// SessionHash is the SHA-256 of the SSO session id that answered the request
 	// (no palm scan; see session.go); "" for a request a scan answers.
 	SessionHash string `json:"sessionHash,omitempty"`
+	// RequestedActor is the deviceId of the agent the human is asked to let act
+	// for them (requested_actor, actor.go); "" for a plain login.
+	RequestedActor string `json:"requestedActor,omitempty"`
 
 	// Answer, set by Authorize only, is the answer the SSO session gave at once
 	// (a code, no scan, no page): the edge sends it back to the client.
@@ -196,14 +199,18 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 		}
 		return nil, err
 	}
-	if done, err := s.authorizeInSession(ctx, ar, browser, back); done != nil || err != nil {
-		return done, err
+	// An agent's grant needs a palm scan: no SSO session answers it.
+	if ar.RequestedActor == "" {
+		if done, err := s.authorizeInSession(ctx, ar, browser, back); done != nil || err != nil {
+			return done, err
+		}
 	}
 	now := s.now().UTC()
 	ar.ID, ar.Status, ar.ExpiresAt, ar.BrowserHash = uuid.NewString(), RequestPending, now.Add(s.loginTTL), bindingHash(browser.Binding)
 	req := palm.Request{
 		ClientName: cl.name, Scopes: ar.Scopes, ScopeDescriptions: DescribeRequest(ar.Scopes, ar.Resource),
 		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary, Address: browser.Address,
+		ActorDeviceID: ar.RequestedActor,
 	}
 	if cl.selfRegistered {
 		req.SelfRegistered, req.ClientNotice = true, cl.notice
@@ -296,10 +303,17 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	if slices.Contains(prompt, "none") && len(prompt) > 1 {
 		return nil, oauthError(ErrInvalidRequest, "prompt=none cannot be combined with other values")
 	}
+	actor, err := checkRequestedActor(params.Get(RequestedActorParam))
+	if err != nil {
+		return nil, err
+	}
+	if actor != "" && slices.Contains(prompt, "none") {
+		return nil, oauthError(ErrLoginRequired, "letting an agent act for a person needs a palm scan: not with prompt=none")
+	}
 	return &AuthRequest{
 		ClientID: cl.id, RedirectURI: back.RedirectURI, Scopes: scopes, Resource: resource,
 		State: state, Nonce: nonce, CodeChallenge: challenge, ResponseMode: back.ResponseMode,
-		prompt: prompt, maxAge: maxAge,
+		prompt: prompt, maxAge: maxAge, RequestedActor: actor,
 	}, nil
 }
 
@@ -477,6 +491,10 @@ func (s *Service) finish(ctx context.Context, id, binding, old string) (*Redirec
 	if err != nil {
 		return nil, nil, err
 	}
+	actor, owner, err := s.requestedActorOwner(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
 	var redirect *Redirect
 	var answered event.Event // fn may run again: each run sets it anew
 	var session *Session
@@ -502,6 +520,14 @@ func (s *Service) finish(ctx context.Context, id, binding, old string) (*Redirec
 			return nil
 		case palm.StatusVerified:
 			answered.Outcome = event.Completed
+			if redirect, err = s.consentActor(txn, ar, actor, owner); err != nil || redirect != nil {
+				if redirect != nil {
+					answered.Outcome = event.Denied
+					ar.Status = RequestAnswered
+					err = s.putAuthRequest(txn, ar)
+				}
+				return err
+			}
 			if err := s.putCode(txn, code, ar); err != nil {
 				return err
 			}

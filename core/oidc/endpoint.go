@@ -97,10 +97,13 @@ var grantHandlers = map[string]grantHandler{
 	"refresh_token": func(ctx context.Context, s *Service, c *caller, p url.Values) (*TokenResponse, error) {
 		return s.refresh(ctx, c, p.Get("refresh_token"), p.Get("scope"), p["resource"]...)
 	},
+	GrantTypeJWTBearer: func(ctx context.Context, s *Service, c *caller, p url.Values) (*TokenResponse, error) {
+		return s.jwtBearer(ctx, c, p)
+	},
 }
 
 // GrantTypes are the grant types the token endpoint serves, for discovery.
-var GrantTypes = []string{"authorization_code", "refresh_token"}
+var GrantTypes = []string{"authorization_code", "refresh_token", GrantTypeJWTBearer}
 
 // Token is the token endpoint (RFC 6749 3.2): the parsing rules, the client's
 // authentication, then the grant_type's handler. The client is read once: a static
@@ -122,7 +125,7 @@ func (s *Service) Token(ctx context.Context, req ClientRequest) (*TokenResponse,
 	}
 	handle, ok := grantHandlers[grantType]
 	if !ok {
-		return nil, c.refuse(ctx, oauthError(ErrUnsupportedGrantType, "grant_type must be authorization_code or refresh_token"))
+		return nil, c.refuse(ctx, oauthError(ErrUnsupportedGrantType, "grant_type must be authorization_code, refresh_token or "+GrantTypeJWTBearer))
 	}
 	return handle(ctx, s, c, req.Params)
 }

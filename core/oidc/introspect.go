@@ -24,6 +24,8 @@ type Introspection struct {
 	TokenType string   `json:"token_type,omitempty"`
 	// TokenUse says which of palmgate's tokens it is: access_token or refresh_token.
 	TokenUse string `json:"token_use,omitempty"`
+	// Act is the agent acting for the subject (RFC 8693 4.1), for an agent's token.
+	Act *bearer.Actor `json:"act,omitempty"`
 }
 
 // Introspect tells an authenticated client whether token (an access or a refresh
@@ -40,6 +42,7 @@ func (s *Service) Introspect(ctx context.Context, clientID, token string) (*Intr
 			Active: true, Scope: claims.Scope, ClientID: claims.ClientID, Subject: claims.Subject,
 			Issuer: claims.Issuer, Audience: claims.Audience, ExpiresAt: claims.ExpiresAt.Unix(),
 			IssuedAt: unixOrZero(claims.IssuedAt), ID: claims.ID, TokenType: "Bearer", TokenUse: "access_token",
+			Act: claims.Act,
 		}, nil
 	}
 	if !errors.Is(err, bearer.ErrInvalidToken) {

@@ -18,6 +18,9 @@ import "crypto/sha256"
 //	oidc/selfreg-mark           -> the last self-registered client id (serialises registrations)
 //	oidc/sso/{sha256(id)}       -> SSO session (JSON), until it expires
 //	oidc/consent/{humanId}/{clientId} -> scopes the human consented to (JSON)
+//	oidc/actor/{deviceId}0x00{clientId} -> agent grant: the human lets the agent act for them (JSON)
+//	oidc/actor-human/{humanId}/{deviceId}0x00{clientId} -> "" (a human's agent grants)
+//	oidc/actor-jti/{sha256(deviceId 0x00 jti)} -> "" (a used agent assertion), until it expires
 //
 // Codes and SSO session ids are stored by hash, so the store never holds a usable
 // code or session.
@@ -52,4 +55,16 @@ func codeKey(code string) []byte {
 func sessionKey(hash string) []byte { return []byte("oidc/sso/" + hash) }
 func consentKey(humanID, clientID string) []byte {
 	return []byte("oidc/consent/" + humanID + "/" + clientID)
+}
+
+func actorGrantKey(deviceID, clientID string) []byte {
+	return []byte("oidc/actor/" + deviceID + "\x00" + clientID)
+}
+func humanActorGrantPrefix(humanID string) []byte { return []byte("oidc/actor-human/" + humanID + "/") }
+func humanActorGrantKey(humanID, deviceID, clientID string) []byte {
+	return append(humanActorGrantPrefix(humanID), deviceID+"\x00"+clientID...)
+}
+func actorJTIKey(deviceID, jti string) []byte {
+	sum := sha256.Sum256([]byte(deviceID + "\x00" + jti))
+	return append([]byte("oidc/actor-jti/"), sum[:]...)
 }

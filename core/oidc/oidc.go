@@ -71,6 +71,9 @@ type Config struct {
 	// ClientMetadata fetches client ID metadata documents (metadoc.go); nil: a
 	// client_id that is a URL is unknown.
 	ClientMetadata MetadataFetcher
+	// Agents is the agent registry, for agents acting for their humans
+	// (actor.go); nil: no agent gets a token.
+	Agents Agents
 	// Events receives logins, token grants, reuses, logouts and changes of
 	// clients (core/event); nil: none.
 	Events event.Sink
@@ -100,6 +103,7 @@ type Service struct {
 	revocations    *revocations
 	events         event.Sink
 	resources      *bearer.Resources
+	agents         Agents
 }
 
 // NewService builds the provider and registers its palm challenge outcome.
@@ -127,6 +131,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		refreshParser: bearer.NewParser(issuer, keys.ES256, now),
 		events:        cfg.Events,
 		resources:     cfg.Resources,
+		agents:        cfg.Agents,
 	}
 	cl.deleted = s.revokeClientGrants
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {

@@ -103,6 +103,9 @@ type Request struct {
 	// prints the same fingerprint.
 	DeviceID       string `json:"deviceId,omitempty"`
 	KeyFingerprint string `json:"keyFingerprint,omitempty"`
+	// ActorDeviceID, on a login, names the registered agent the person is asked to
+	// let act for them towards the application, with the scopes (requested_actor).
+	ActorDeviceID string `json:"actorDeviceId,omitempty"`
 	// Address is the requesting client's address as the edge counts it (its
 	// address key), which the per-network cap counts the challenge under; "" when
 	// the edge counts no address (rate_limit off). Never stored or shown.

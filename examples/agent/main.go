@@ -227,6 +227,9 @@ func (a *agent) lookup(ctx context.Context) error {
 
 // run is the whole program; main only adds signal handling and the exit code.
 func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "token" {
+		return runToken(ctx, args[1:], out) // token.go
+	}
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	server := fs.String("server", "http://localhost:8080", "palmgate server base URL")
 	keyPath := fs.String("key", "agent-key.pem", "Ed25519 private key file (created if missing)")

@@ -1,0 +1,154 @@
+package oidc
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/records"
+	"github.com/palmgate/palmgate/storage"
+)
+
+// Agents acting for their humans (issue 24). A human grants one of their
+// registered agents the right to act for them towards one client, with a set of
+// scopes: the client sends the human through the authorization endpoint with
+// `requested_actor=<deviceId>`, and the palm scan that completes that login
+// records the grant (consentActor), if the agent is registered to the person who
+// scanned. The agent then obtains access tokens on its own, with an assertion
+// signed by its registered key (the jwt-bearer grant, jwtbearer.go); they carry
+// the human's pairwise sub and an `act` claim naming the agent.
+
+// Agents is what the delegation needs of the agent registry (core/agent.Service).
+type Agents interface {
+	// AgentKey returns the Ed25519 key of the agent registered under deviceID and
+	// the human it is registered to; a nil key when none is.
+	AgentKey(ctx context.Context, deviceID string) (ed25519.PublicKey, string, error)
+}
+
+// RequestedActorParam is the authorization request parameter naming the agent
+// the human is asked to let act for them (the IETF draft "OAuth 2.0 Extension:
+// On-Behalf-Of User Authorization for AI Agents").
+const RequestedActorParam = "requested_actor"
+
+// maxActorIDLen bounds a requested_actor (core/agent's MaxDeviceIDLen).
+const maxActorIDLen = 128
+
+// ActorGrant is a human's consent that one of their agents acts for them towards
+// one client. Its ID is the `sid` of the tokens issued under it: revoking it
+// refuses them (the revocation set).
+type ActorGrant struct {
+	ID         string    `json:"id"`
+	HumanID    string    `json:"humanId"`
+	DeviceID   string    `json:"deviceId"`
+	ClientID   string    `json:"clientId"`
+	Scopes     []string  `json:"scopes"`
+	Resource   string    `json:"resource,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
+}
+
+// actorGrantTTL is how long a grant lives: as long as a refresh family (the
+// human's consent to an application lasts as long there), unless revoked first.
+func (s *Service) actorGrantTTL() time.Duration { return s.refreshTTL }
+
+// checkRequestedActor reads requested_actor of an authorization request: "" when
+// absent, else a deviceId (printable, at most maxActorIDLen bytes).
+func checkRequestedActor(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	if len(raw) > maxActorIDLen || !printable(raw) {
+		return "", oauthError(ErrInvalidRequest, "requested_actor must be an agent's deviceId")
+	}
+	return raw, nil
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// requestedActorOwner returns the human the agent named by authorization request
+// id is registered to ("" when it names none, or an unregistered agent): read
+// before the transaction that answers the login, which compares it with the
+// human who scanned.
+func (s *Service) requestedActorOwner(ctx context.Context, id string) (actor, owner string, err error) {
+	var ar *AuthRequest
+	err = s.store.View(ctx, func(txn storage.Txn) error {
+		var err error
+		ar, err = getAuthRequest(txn, id)
+		return err
+	})
+	if err != nil || ar.RequestedActor == "" || s.agents == nil {
+		return "", "", nil // finish reports the request's own errors
+	}
+	_, owner, err = s.agents.AgentKey(ctx, ar.RequestedActor)
+	return ar.RequestedActor, owner, err
+}
+
+// errActorNotOwned is the answer to a client whose requested_actor is not an agent
+// of the person who signed in.
+const errActorNotOwned = "the agent is not registered to the person who signed in"
+
+// consentActor records, in the transaction that answers a verified login, the
+// grant the login asked for (requested_actor): owner is the human the agent was
+// found registered to (requestedActorOwner, for actor). It returns the refusal to
+// send back to the client when the agent is not the scanning human's.
+func (s *Service) consentActor(txn storage.Txn, ar *AuthRequest, actor, owner string) (*Redirect, error) {
+	if ar.RequestedActor == "" {
+		return nil, nil
+	}
+	if actor != ar.RequestedActor || owner == "" || owner != ar.HumanID {
+		return &Redirect{URI: ar.RedirectURI, Error: ErrInvalidRequest, Description: errActorNotOwned,
+			State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}, nil
+	}
+	now := s.now().UTC()
+	g := &ActorGrant{
+		ID: uuid.NewString(), HumanID: ar.HumanID, DeviceID: ar.RequestedActor, ClientID: ar.ClientID,
+		Scopes: ar.Scopes, Resource: ar.Resource, CreatedAt: now, ExpiresAt: now.Add(s.actorGrantTTL()),
+	}
+	// A new consent replaces the agent's grant for the client; the tokens of the
+	// one it replaces stop working.
+	if old, err := getActorGrant(txn, g.DeviceID, g.ClientID); err == nil {
+		if err := putRevoked(txn, old.ID, now.Add(s.accessTTL+bearer.Leeway), now); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, errNoActorGrant) {
+		return nil, err
+	}
+	return nil, s.putActorGrant(txn, g)
+}
+
+var errNoActorGrant = oauthError(ErrInvalidGrant, "the agent's human has not let it act for this client (or revoked it)")
+
+func (s *Service) putActorGrant(txn storage.Txn, g *ActorGrant) error {
+	b, err := json.Marshal(g)
+	if err != nil {
+		return fmt.Errorf("encoding agent grant: %w", err)
+	}
+	ttl := max(g.ExpiresAt.Sub(s.now()), time.Second)
+	if err := txn.Set(actorGrantKey(g.DeviceID, g.ClientID), b, ttl); err != nil {
+		return err
+	}
+	return txn.Set(humanActorGrantKey(g.HumanID, g.DeviceID, g.ClientID), nil, ttl)
+}
+
+func getActorGrant(txn storage.Txn, deviceID, clientID string) (*ActorGrant, error) {
+	return records.Get[ActorGrant](txn, actorGrantKey(deviceID, clientID), errNoActorGrant, "agent grant")
+}
+
+// readActorGrant is getActorGrant on its own, outside a transaction.
+func readActorGrant(ctx context.Context, store storage.Store, deviceID, clientID string) (*ActorGrant, error) {
+	return records.Read[ActorGrant](ctx, store, actorGrantKey(deviceID, clientID), errNoActorGrant, "agent grant")
+}

@@ -1,0 +1,39 @@
+package edge
+
+import (
+	"html/template"
+	"net/http"
+
+	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/fault"
+)
+
+// checkAgents applies /oauth2/check's ?agents= (allow, deny or only; deny by
+// default, as palmgate_bearer's `agents`, so that a gateway never starts
+// admitting agents acting for people by surprise) to a verified token.
+func checkAgents(r *http.Request, claims *bearer.Claims) error {
+	q := r.URL.Query()["agents"]
+	if len(q) > 1 {
+		return &fault.Error{Class: fault.Invalid, Code: bearer.CodeInvalidRequest, Message: "agents is given more than once"}
+	}
+	raw := ""
+	if len(q) == 1 {
+		raw = q[0]
+	}
+	mode, err := bearer.ParseAgentsMode(raw)
+	if err != nil {
+		return &fault.Error{Class: fault.Invalid, Code: bearer.CodeInvalidRequest, Message: "agents must be allow, deny or only"}
+	}
+	return mode.Admit(claims)
+}
+
+// actorLines tell the person, on the login page of a request with
+// requested_actor, which of their agents would act for them towards the
+// application, with the scopes above.
+func actorLines(deviceID string) []template.HTML {
+	if deviceID == "" {
+		return nil
+	}
+	return []template.HTML{template.HTML(`<span id="requested-actor">Your agent <b>` + template.HTMLEscapeString(deviceID) +
+		`</b> asks to act for you with these rights, without you, until you revoke it on your agents page.</span>`)}
+}
