@@ -270,13 +270,7 @@ func (s *Server) renderAgentsPage(w http.ResponseWriter, r *http.Request, o *age
 	for _, a := range agents {
 		d.Agents = append(d.Agents, agentRow{DeviceID: a.DeviceID, KeyFingerprint: a.KeyFingerprint, RegisteredAt: dateTime(a.RegisteredAt)})
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'"+s.cspImgSrc("")+"; style-src 'nonce-"+d.CSPNonce+"'; script-src 'nonce-"+d.CSPNonce+"'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	s.setPageHeaders(w.Header(), pagePolicy{nonce: d.CSPNonce, script: true, formAction: "'self'"})
 	if r.Method == http.MethodHead {
 		return
 	}

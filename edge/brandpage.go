@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/palmgate/palmgate/core/jsontime"
@@ -44,4 +45,38 @@ func (s *Server) cspImgSrc(sources string) string {
 		return "; img-src " + v
 	}
 	return ""
+}
+
+// pagePolicy is what one of palmgate's pages admits beyond its own nonce'd style:
+// its Content-Security-Policy is built from it by setPageHeaders.
+type pagePolicy struct {
+	nonce      string // the page's nonce, for its style (and script)
+	script     bool   // a nonce'd script runs (script-src)
+	images     string // img-src sources besides the brand's logo ("data:" for a QR code)
+	connect    bool   // the script calls palmgate itself (connect-src 'self')
+	formAction string // form-action sources; "" is 'none'
+}
+
+// setPageHeaders sets the headers every page of palmgate's sends: HTML, never
+// stored, never framed (frame-ancestors 'none' and X-Frame-Options), no referrer,
+// no sniffing, and a CSP that admits only what p names.
+func (s *Server) setPageHeaders(h http.Header, p pagePolicy) {
+	csp := "default-src 'none'" + s.cspImgSrc(p.images) + "; style-src 'nonce-" + p.nonce + "'"
+	if p.script {
+		csp += "; script-src 'nonce-" + p.nonce + "'"
+	}
+	if p.connect {
+		csp += "; connect-src 'self'"
+	}
+	formAction := p.formAction
+	if formAction == "" {
+		formAction = "'none'"
+	}
+	csp += "; form-action " + formAction + "; base-uri 'none'; frame-ancestors 'none'"
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
 }

@@ -117,13 +117,7 @@ func (s *Server) renderErrorPage(w http.ResponseWriter, r *http.Request, status 
 	if d.HTTPStatus == 0 && status != http.StatusOK {
 		d.HTTPStatus = status
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'"+s.cspImgSrc("")+"; style-src 'nonce-"+d.CSPNonce+"'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	s.setPageHeaders(w.Header(), pagePolicy{nonce: d.CSPNonce})
 	w.WriteHeader(status)
 	if r.Method == http.MethodHead {
 		return

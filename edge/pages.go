@@ -114,17 +114,11 @@ func (s *Server) renderChallengePage(w http.ResponseWriter, r *http.Request, c *
 			d.DevScanURL = "/v1/palm/challenges/" + c.ID + "/dev-scan"
 		}
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
 	formAction := "'self'"
 	if d.Cancel != nil && d.FormAction != "" {
 		formAction += " " + d.FormAction
 	}
-	h.Set("Content-Security-Policy", "default-src 'none'"+s.cspImgSrc("data:")+"; style-src 'nonce-"+d.CSPNonce+"'; script-src 'nonce-"+d.CSPNonce+"'; connect-src 'self'; form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	s.setPageHeaders(w.Header(), pagePolicy{nonce: d.CSPNonce, script: true, images: "data:", connect: true, formAction: formAction})
 	if d.HTTPStatus != 0 {
 		w.WriteHeader(d.HTTPStatus)
 	}

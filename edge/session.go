@@ -128,17 +128,11 @@ func (s *Server) renderConsentPage(w http.ResponseWriter, r *http.Request, statu
 	_, _ = rand.Read(nonce) // crypto/rand never fails on supported platforms
 	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
 	d.Brand = s.brand
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
 	formAction := "'self'"
 	if d.RedirectURI != "" {
 		formAction += " " + formActionSource(d.RedirectURI)
 	}
-	h.Set("Content-Security-Policy", "default-src 'none'"+s.cspImgSrc("")+"; style-src 'nonce-"+d.CSPNonce+"'; form-action "+formAction+"; base-uri 'none'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	s.setPageHeaders(w.Header(), pagePolicy{nonce: d.CSPNonce, formAction: formAction})
 	w.WriteHeader(status)
 	if r.Method == http.MethodHead {
 		return
