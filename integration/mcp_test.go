@@ -27,7 +27,7 @@ const mcpStep = 90 * time.Second
 // serves palmgate and, under /mcp, the MCP server behind palmgate_bearer with
 // its resource, as examples/mcp/Caddyfile does. It returns the server and the
 // MCP URL. clients are the static clients (the MCP client among them).
-func mcpSite(t *testing.T, clients []oidcClient) (*env, string) {
+func mcpSite(t *testing.T, clients []oidcClient, global ...string) (*env, string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "mcp")
 	build := exec.Command("go", "build", "-o", bin, "../examples/mcp")
@@ -46,7 +46,7 @@ reverse_proxy %s {
 header_up Host {upstream_hostport}
 }
 }`, base, strings.TrimPrefix(upstream.base, "http://"))
-	opts := oidcOptions(clients, site)
+	opts := oidcOptions(clients, site, global...)
 	opts.Port = port
 	e := start(t, opts)
 	return e, base + "/mcp"
@@ -266,4 +266,56 @@ func TestMCPTypeScriptSDK(t *testing.T) {
 			t.Errorf("the SDK's own token: %d %s, want 200", ok.Status, testserver.Snippet(ok.Body))
 		}
 	})
+}
+
+// TestMCPTypeScriptSDKRegisters (issue 23): the same SDK client with no client of
+// its own registers itself through RFC 7591 (`registration open`: the
+// registration_endpoint of palmgate's metadata), gets a public client for its
+// loopback redirect URI, and with it runs the flow to the tool call: the MCP
+// client a person installs needs nothing from the operator but the MCP URL.
+func TestMCPTypeScriptSDKRegisters(t *testing.T) {
+	t.Parallel()
+	node := tooltest.Node.Need(t)
+	tooltest.Chromium.Need(t)
+	npmCI(t, "rp/mcp")
+	cb, codes := mcpCallback(t)
+	e, mcpURL := mcpSite(t, nil, "registration open")
+	ctx := startChromium(t)
+
+	run := startMCPClient(t, node, mcpURL, cb.URL+"/callback", "register")
+	clientID := run.next(t, "CLIENT")
+	authorize, err := url.Parse(run.next(t, "AUTHORIZE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := authorize.Query(); q.Get("client_id") != clientID || q.Get("resource") != mcpURL {
+		t.Errorf("authorization request %v: want the registered client_id %s and resource %s", q, clientID, mcpURL)
+	}
+	simulateLogin(t, ctx, authorize.String(), e.subject("mcp-registered"), "#mcp-done")
+	var back url.Values
+	select {
+	case back = <-codes:
+	case <-time.After(mcpStep):
+		t.Fatal("the browser did not reach the MCP client's callback")
+	}
+	if _, err := io.WriteString(run.stdin, back.Get("code")+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	token := run.next(t, "TOKEN")
+	var result struct {
+		Result struct {
+			StructuredContent map[string]string `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(run.next(t, "RESULT")), &result); err != nil {
+		t.Fatalf("the MCP client's result: %v", err)
+	}
+	sub := str(jwtPart(t, token, 1)["sub"])
+	if sub == "" || result.Result.StructuredContent["sub"] != sub || result.Result.StructuredContent["client_id"] != clientID {
+		t.Errorf("whoami answered %+v; want the pairwise sub %q and the registered client_id %s", result.Result, sub, clientID)
+	}
+	fetched := strings.Join(run.seen(), "\n")
+	if !strings.Contains(fetched, "FETCH POST 201 "+e.URL+"/oauth2/register") {
+		t.Errorf("the SDK did not register at palmgate's registration endpoint:\n%s", fetched)
+	}
 }

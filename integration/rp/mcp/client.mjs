@@ -1,6 +1,8 @@
 // The official MCP TypeScript SDK client against an MCP server behind palmgate
 // (integration/mcp_test.go drives it). Usage:
-//   node client.mjs <mcp url> <redirect url> <client_id>
+//   node client.mjs <mcp url> <redirect url> <client_id | "register">
+// With "register" the SDK registers itself (RFC 7591) at the registration_endpoint
+// of palmgate's metadata and prints `CLIENT <client_id>`.
 // It connects; on the 401 the SDK discovers the resource and authorization server
 // metadata and starts the authorization code flow with PKCE and `resource`: the
 // authorization URL is printed as `AUTHORIZE <url>`, and the code the browser
@@ -17,13 +19,14 @@ const [mcpURL, redirectURL, clientID] = process.argv.slice(2);
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 class Provider {
-  #tokens; #verifier;
+  #tokens; #verifier; #client = clientID === 'register' ? undefined : { client_id: clientID };
   get redirectUrl() { return redirectURL; }
   get clientMetadata() {
-    return { client_name: 'palmgate MCP test client', redirect_uris: [redirectURL],
+    return { client_name: 'MCP test client', redirect_uris: [redirectURL],
       grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
   }
-  clientInformation() { return { client_id: clientID }; }
+  clientInformation() { return this.#client; }
+  saveClientInformation(info) { this.#client = info; console.log('CLIENT ' + info.client_id); }
   tokens() { return this.#tokens; }
   saveTokens(t) { this.#tokens = t; console.log('TOKEN ' + t.access_token); }
   redirectToAuthorization(u) { console.log('AUTHORIZE ' + u.href); }
