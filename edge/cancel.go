@@ -78,16 +78,23 @@ func (s *Server) writeCancelError(w http.ResponseWriter, r *http.Request, err er
 }
 
 // registerCookieName is the registration page's binding cookie for session id:
-// `__Host-` prefixed on an https issuer.
+// `__Secure-` prefixed on an https issuer. It is scoped to the session's own
+// paths (registerCookiePath), so a browser that opens many registration pages
+// sends each cookie only to its own page and form, not with every request
+// (a `__Host-` cookie would have to be sent everywhere: Path=/).
 func (s *Server) registerCookieName(id string) string {
 	if len(id) > 12 {
 		id = id[:12]
 	}
 	if s.secureCookies() {
-		return "__Host-palmgate_register_" + id
+		return "__Secure-palmgate_register_" + id
 	}
 	return "palmgate_register_" + id
 }
+
+// registerCookiePath is the path of session id's registration page and its
+// "This is not my agent" form.
+func registerCookiePath(id string) string { return "/v1/agent/register/" + id + "/" }
 
 // registerBinding returns the registration page's binding secret the browser
 // holds for session id, or "".
@@ -120,7 +127,7 @@ func (s *Server) declineForm(w http.ResponseWriter, r *http.Request, session *ag
 			return nil, err
 		}
 		http.SetCookie(w, &http.Cookie{
-			Name: s.registerCookieName(session.ID), Value: binding, Path: "/",
+			Name: s.registerCookieName(session.ID), Value: binding, Path: registerCookiePath(session.ID),
 			MaxAge:   max(int(time.Until(time.Time(session.ExpiresAt).Add(palm.Grace)).Seconds()), 1),
 			HttpOnly: true, Secure: s.secureCookies(), SameSite: http.SameSiteStrictMode,
 		})

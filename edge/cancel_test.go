@@ -143,9 +143,9 @@ func TestRegisterDecline(t *testing.T) {
 		t.Fatalf("the registration page has no decline form:\n%s", w.Body)
 	}
 	action, token := html.UnescapeString(m[1]), html.UnescapeString(m[2])
-	cookie := cookieNamed(w, "__Host-palmgate_register_"+sessionID[:12])
-	if cookie == nil || !cookie.HttpOnly || !cookie.Secure || cookie.SameSite != http.SameSiteStrictMode {
-		t.Fatalf("registration page cookie = %+v, want __Host-, HttpOnly, Secure, SameSite=Strict", cookie)
+	cookie := cookieNamed(w, "__Secure-palmgate_register_"+sessionID[:12])
+	if cookie == nil || !cookie.HttpOnly || !cookie.Secure || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/v1/agent/register/"+sessionID+"/" {
+		t.Fatalf("registration page cookie = %+v, want __Secure-, HttpOnly, Secure, SameSite=Strict, the session's own path", cookie)
 	}
 	status := func() string {
 		t.Helper()
