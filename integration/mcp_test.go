@@ -29,6 +29,12 @@ const mcpStep = 90 * time.Second
 // MCP URL. clients are the static clients (the MCP client among them).
 func mcpSite(t *testing.T, clients []oidcClient, global ...string) (*env, string) {
 	t.Helper()
+	return mcpSiteWith(t, clients, nil, global...)
+}
+
+// mcpSiteWith is mcpSite with env added to the Caddy process's environment.
+func mcpSiteWith(t *testing.T, clients []oidcClient, env []string, global ...string) (*env, string) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "mcp")
 	build := exec.Command("go", "build", "-o", bin, "../examples/mcp")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -47,7 +53,7 @@ header_up Host {upstream_hostport}
 }
 }`, base, strings.TrimPrefix(upstream.base, "http://"))
 	opts := oidcOptions(clients, site, global...)
-	opts.Port = port
+	opts.Port, opts.Env = port, env
 	e := start(t, opts)
 	return e, base + "/mcp"
 }
@@ -317,5 +323,74 @@ func TestMCPTypeScriptSDKRegisters(t *testing.T) {
 	fetched := strings.Join(run.seen(), "\n")
 	if !strings.Contains(fetched, "FETCH POST 201 "+e.URL+"/oauth2/register") {
 		t.Errorf("the SDK did not register at palmgate's registration endpoint:\n%s", fetched)
+	}
+}
+
+// TestMCPTypeScriptSDKMetadataDocument (issue 23): the same SDK client offers the
+// https URL of its client ID metadata document as its client_id (palmgate's
+// metadata says client_id_metadata_document_supported); palmgate fetches the
+// document from a test server over https (trusted through SSL_CERT_FILE, on a
+// loopback address the operator allows), and the flow reaches the tool with that
+// URL as the client.
+func TestMCPTypeScriptSDKMetadataDocument(t *testing.T) {
+	t.Parallel()
+	node := tooltest.Node.Need(t)
+	tooltest.Chromium.Need(t)
+	npmCI(t, "rp/mcp")
+	cb, codes := mcpCallback(t)
+	var srv *httptest.Server
+	fetchedDoc := make(chan struct{}, 16)
+	srv, certFile := docServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/mcp-client.json" {
+			http.NotFound(w, r)
+			return
+		}
+		fetchedDoc <- struct{}{}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"client_id": srv.URL + "/mcp-client.json", "client_name": "MCP doc client",
+			"redirect_uris": []string{cb.URL + "/callback"}, "token_endpoint_auth_method": "none",
+			"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
+		})
+	})
+	docURL := srv.URL + "/mcp-client.json"
+	e, mcpURL := mcpSiteWith(t, nil, []string{"SSL_CERT_FILE=" + certFile}, "client_metadata_documents on {\nallow_private\n}")
+	ctx := startChromium(t)
+
+	run := startMCPClient(t, node, mcpURL, cb.URL+"/callback", "metadata:"+docURL)
+	authorize, err := url.Parse(run.next(t, "AUTHORIZE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := authorize.Query(); q.Get("client_id") != docURL || q.Get("resource") != mcpURL {
+		t.Errorf("authorization request %v: want client_id %s (the document's URL) and resource %s", q, docURL, mcpURL)
+	}
+	simulateLogin(t, ctx, authorize.String(), e.subject("mcp-doc"), "#mcp-done")
+	select {
+	case <-fetchedDoc:
+	default:
+		t.Error("palmgate never fetched the client's metadata document")
+	}
+	var back url.Values
+	select {
+	case back = <-codes:
+	case <-time.After(mcpStep):
+		t.Fatal("the browser did not reach the MCP client's callback")
+	}
+	if _, err := io.WriteString(run.stdin, back.Get("code")+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	token := run.next(t, "TOKEN")
+	var result struct {
+		Result struct {
+			StructuredContent map[string]string `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(run.next(t, "RESULT")), &result); err != nil {
+		t.Fatalf("the MCP client's result: %v", err)
+	}
+	sub := str(jwtPart(t, token, 1)["sub"])
+	if sub == "" || result.Result.StructuredContent["sub"] != sub || result.Result.StructuredContent["client_id"] != docURL {
+		t.Errorf("whoami answered %+v; want the pairwise sub %q and client_id %s", result.Result, sub, docURL)
 	}
 }

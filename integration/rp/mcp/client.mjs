@@ -1,8 +1,10 @@
 // The official MCP TypeScript SDK client against an MCP server behind palmgate
 // (integration/mcp_test.go drives it). Usage:
-//   node client.mjs <mcp url> <redirect url> <client_id | "register">
+//   node client.mjs <mcp url> <redirect url> <client_id | "register" | "metadata:<https url>">
 // With "register" the SDK registers itself (RFC 7591) at the registration_endpoint
-// of palmgate's metadata and prints `CLIENT <client_id>`.
+// of palmgate's metadata; with "metadata:<url>" it offers that client ID metadata
+// document's URL as its client_id (palmgate's metadata says it supports them);
+// either way it prints `CLIENT <client_id>`.
 // It connects; on the 401 the SDK discovers the resource and authorization server
 // metadata and starts the authorization code flow with PKCE and `resource`: the
 // authorization URL is printed as `AUTHORIZE <url>`, and the code the browser
@@ -19,7 +21,9 @@ const [mcpURL, redirectURL, clientID] = process.argv.slice(2);
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 class Provider {
-  #tokens; #verifier; #client = clientID === 'register' ? undefined : { client_id: clientID };
+  #tokens; #verifier;
+  #client = clientID === 'register' || clientID.startsWith('metadata:') ? undefined : { client_id: clientID };
+  get clientMetadataUrl() { return clientID.startsWith('metadata:') ? clientID.slice('metadata:'.length) : undefined; }
   get redirectUrl() { return redirectURL; }
   get clientMetadata() {
     return { client_name: 'MCP test client', redirect_uris: [redirectURL],
