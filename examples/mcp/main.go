@@ -26,11 +26,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The headers palmgate_bearer sets on admitted requests (edge.HeaderSub and
-// edge.HeaderClientID; an example does not import palmgate).
+// The headers palmgate_bearer sets on admitted requests (edge.HeaderSub,
+// edge.HeaderClientID and edge.HeaderAgentID; an example does not import
+// palmgate).
 const (
 	headerSub      = "X-Palmgate-Sub"
 	headerClientID = "X-Palmgate-Client-Id"
+	headerAgentID  = "X-Palmgate-Agent-Id"
 )
 
 // WhoAmI is the answer of the whoami tool.
@@ -40,6 +42,9 @@ type WhoAmI struct {
 	Sub string `json:"sub" jsonschema:"the pairwise id of the palm-verified person"`
 	// ClientID is the MCP client the person authorised.
 	ClientID string `json:"client_id" jsonschema:"the OAuth client_id of the MCP client"`
+	// AgentID is the registered agent acting for the person, when the token is
+	// an agent's (palmgate_bearer { agents allow }); "" when the person calls.
+	AgentID string `json:"agent_id,omitempty" jsonschema:"the deviceId of the agent acting for the person, if any"`
 }
 
 // whoami reads the identity palmgate_bearer set on the HTTP request.
@@ -48,11 +53,15 @@ func whoami(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallT
 	if req.Extra != nil {
 		h = req.Extra.Header
 	}
-	who := WhoAmI{Sub: h.Get(headerSub), ClientID: h.Get(headerClientID)}
+	who := WhoAmI{Sub: h.Get(headerSub), ClientID: h.Get(headerClientID), AgentID: h.Get(headerAgentID)}
 	if who.Sub == "" {
 		return nil, WhoAmI{}, errors.New("no " + headerSub + " header: this server must run behind palmgate_bearer")
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you are " + who.Sub}}}, who, nil
+	text := "you are " + who.Sub
+	if who.AgentID != "" {
+		text += ", through your agent " + who.AgentID
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, who, nil
 }
 
 // newServer is the MCP server with its tool.
