@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -155,6 +156,46 @@ func mcpCallback(t *testing.T) (*httptest.Server, chan url.Values) {
 	return srv, got
 }
 
+// mcpResult is what the MCP client prints as RESULT: the tools it listed and
+// whoami's answer.
+type mcpResult struct {
+	Tools  []string `json:"tools"`
+	Result struct {
+		IsError           bool              `json:"isError"`
+		StructuredContent map[string]string `json:"structuredContent"`
+		Content           []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"result"`
+}
+
+// signIn takes the authorization URL the client printed, signs person in
+// through Chromium with a simulated palm scan, hands the code that reached the
+// client's callback (codes) to the client, and returns the access token it got
+// and what it printed as RESULT.
+func (m *mcpRun) signIn(t *testing.T, ctx context.Context, authorize, person string, codes <-chan url.Values) (string, mcpResult) {
+	t.Helper()
+	simulateLogin(t, ctx, authorize, person, "#mcp-done")
+	var back url.Values
+	select {
+	case back = <-codes:
+	case <-time.After(mcpStep):
+		t.Fatal("the browser did not reach the MCP client's callback")
+	}
+	if back.Get("code") == "" {
+		t.Fatalf("callback %v: no code", back)
+	}
+	if _, err := io.WriteString(m.stdin, back.Get("code")+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	token := m.next(t, "TOKEN")
+	var result mcpResult
+	if err := json.Unmarshal([]byte(m.next(t, "RESULT")), &result); err != nil {
+		t.Fatalf("the MCP client's result: %v", err)
+	}
+	return token, result
+}
+
 // TestMCPTypeScriptSDK (issue 23): the official MCP TypeScript SDK client
 // (@modelcontextprotocol/sdk from integration/rp/mcp's lockfile) connects to
 // examples/mcp behind palmgate_bearer: it gets the 401 naming the resource
@@ -191,33 +232,7 @@ func TestMCPTypeScriptSDK(t *testing.T) {
 		t.Errorf("authorization endpoint %s, want palmgate's", authorize)
 	}
 	person := e.subject("mcp-person")
-	simulateLogin(t, ctx, authorize.String(), person, "#mcp-done")
-	var back url.Values
-	select {
-	case back = <-codes:
-	case <-time.After(mcpStep):
-		t.Fatal("the browser did not reach the MCP client's callback")
-	}
-	if back.Get("code") == "" {
-		t.Fatalf("callback %v: no code", back)
-	}
-	if _, err := io.WriteString(run.stdin, back.Get("code")+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	token := run.next(t, "TOKEN")
-	var result struct {
-		Tools  []string `json:"tools"`
-		Result struct {
-			IsError           bool              `json:"isError"`
-			StructuredContent map[string]string `json:"structuredContent"`
-			Content           []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(run.next(t, "RESULT")), &result); err != nil {
-		t.Fatalf("the MCP client's result: %v", err)
-	}
+	token, result := run.signIn(t, ctx, authorize.String(), person, codes)
 
 	claims := jwtPart(t, token, 1)
 	sub := str(claims["sub"])
@@ -297,25 +312,7 @@ func TestMCPTypeScriptSDKRegisters(t *testing.T) {
 	if q := authorize.Query(); q.Get("client_id") != clientID || q.Get("resource") != mcpURL {
 		t.Errorf("authorization request %v: want the registered client_id %s and resource %s", q, clientID, mcpURL)
 	}
-	simulateLogin(t, ctx, authorize.String(), e.subject("mcp-registered"), "#mcp-done")
-	var back url.Values
-	select {
-	case back = <-codes:
-	case <-time.After(mcpStep):
-		t.Fatal("the browser did not reach the MCP client's callback")
-	}
-	if _, err := io.WriteString(run.stdin, back.Get("code")+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	token := run.next(t, "TOKEN")
-	var result struct {
-		Result struct {
-			StructuredContent map[string]string `json:"structuredContent"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(run.next(t, "RESULT")), &result); err != nil {
-		t.Fatalf("the MCP client's result: %v", err)
-	}
+	token, result := run.signIn(t, ctx, authorize.String(), e.subject("mcp-registered"), codes)
 	sub := str(jwtPart(t, token, 1)["sub"])
 	if sub == "" || result.Result.StructuredContent["sub"] != sub || result.Result.StructuredContent["client_id"] != clientID {
 		t.Errorf("whoami answered %+v; want the pairwise sub %q and the registered client_id %s", result.Result, sub, clientID)
@@ -365,29 +362,11 @@ func TestMCPTypeScriptSDKMetadataDocument(t *testing.T) {
 	if q := authorize.Query(); q.Get("client_id") != docURL || q.Get("resource") != mcpURL {
 		t.Errorf("authorization request %v: want client_id %s (the document's URL) and resource %s", q, docURL, mcpURL)
 	}
-	simulateLogin(t, ctx, authorize.String(), e.subject("mcp-doc"), "#mcp-done")
+	token, result := run.signIn(t, ctx, authorize.String(), e.subject("mcp-doc"), codes)
 	select {
 	case <-fetchedDoc:
 	default:
 		t.Error("palmgate never fetched the client's metadata document")
-	}
-	var back url.Values
-	select {
-	case back = <-codes:
-	case <-time.After(mcpStep):
-		t.Fatal("the browser did not reach the MCP client's callback")
-	}
-	if _, err := io.WriteString(run.stdin, back.Get("code")+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	token := run.next(t, "TOKEN")
-	var result struct {
-		Result struct {
-			StructuredContent map[string]string `json:"structuredContent"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(run.next(t, "RESULT")), &result); err != nil {
-		t.Fatalf("the MCP client's result: %v", err)
 	}
 	sub := str(jwtPart(t, token, 1)["sub"])
 	if sub == "" || result.Result.StructuredContent["sub"] != sub || result.Result.StructuredContent["client_id"] != docURL {
