@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -45,6 +46,24 @@ func callAdminAPI(fs caddycmd.Flags, method, path string, body any) ([]byte, err
 		return nil, fmt.Errorf("reading the admin API's answer: %v", err)
 	}
 	return out, nil
+}
+
+// adminQuery calls the admin API for a command that prints its answer: with
+// --json the answer is printed as it came (printed is true), otherwise it is
+// decoded into a T for the command to print in its own words.
+func adminQuery[T any](fs caddycmd.Flags, method, path string, body any) (v T, printed bool, err error) {
+	out, err := callAdminAPI(fs, method, path, body)
+	if err != nil {
+		return v, false, err
+	}
+	if fs.Bool("json") {
+		_, err := os.Stdout.Write(out)
+		return v, true, err
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return v, false, fmt.Errorf("decoding the admin API's answer: %v", err)
+	}
+	return v, false, nil
 }
 
 // adminAPIResponse is callAdminAPI's request, answering the response for the caller
@@ -190,4 +209,12 @@ func adminMessage(msg string) string {
 		return flag + msg[end:]
 	}
 	return msg
+}
+
+// exitCode is a command's exit status for err: success for nil.
+func exitCode(err error) int {
+	if err != nil {
+		return caddy.ExitCodeFailedStartup
+	}
+	return caddy.ExitCodeSuccess
 }

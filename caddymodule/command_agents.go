@@ -1,11 +1,9 @@
 package caddymodule
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -41,17 +39,9 @@ Takes --address (the admin API's address, if not the default), or --config and
 }
 
 func runRemoveAgent(fs caddycmd.Flags) (int, error) {
-	out, err := callAdminAPI(fs, http.MethodDelete, "/palmgate/agents/"+url.PathEscape(fs.Arg(0)), nil)
-	if err != nil {
-		return caddy.ExitCodeFailedStartup, err
-	}
-	if fs.Bool("json") {
-		os.Stdout.Write(out)
-		return caddy.ExitCodeSuccess, nil
-	}
-	var removed removedAgent
-	if err := json.Unmarshal(out, &removed); err != nil {
-		return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding the admin API's answer: %v", err)
+	removed, printed, err := adminQuery[removedAgent](fs, http.MethodDelete, "/palmgate/agents/"+url.PathEscape(fs.Arg(0)), nil)
+	if err != nil || printed {
+		return exitCode(err), err
 	}
 	fmt.Printf("removed agent %s (human %s, registered %s)\n", removed.DeviceID, removed.HumanID, cliTime(removed.RegisteredAt.Format()))
 	return caddy.ExitCodeSuccess, nil

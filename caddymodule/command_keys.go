@@ -1,7 +1,6 @@
 package caddymodule
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -42,17 +41,9 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 }
 
 func runKeysList(fs caddycmd.Flags) (int, error) {
-	out, err := callAdminAPI(fs, http.MethodGet, "/palmgate/keys", nil)
-	if err != nil {
-		return caddy.ExitCodeFailedStartup, err
-	}
-	if fs.Bool("json") {
-		os.Stdout.Write(out)
-		return caddy.ExitCodeSuccess, nil
-	}
-	var list adminKeyList
-	if err := json.Unmarshal(out, &list); err != nil {
-		return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding the admin API's answer: %v", err)
+	list, printed, err := adminQuery[adminKeyList](fs, http.MethodGet, "/palmgate/keys", nil)
+	if err != nil || printed {
+		return exitCode(err), err
 	}
 	fmt.Printf("key_rotation: %s\n", list.KeyRotation)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -69,19 +60,11 @@ func runKeysRotate(fs caddycmd.Flags) (int, error) {
 	if alg := fs.String("alg"); alg != "" {
 		body = map[string]string{"alg": alg}
 	}
-	out, err := callAdminAPI(fs, http.MethodPost, "/palmgate/keys/rotate", body)
-	if err != nil {
-		return caddy.ExitCodeFailedStartup, err
-	}
-	if fs.Bool("json") {
-		os.Stdout.Write(out)
-		return caddy.ExitCodeSuccess, nil
-	}
-	var rotated struct {
+	rotated, printed, err := adminQuery[struct {
 		Active map[string]string `json:"active"`
-	}
-	if err := json.Unmarshal(out, &rotated); err != nil {
-		return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding the admin API's answer: %v", err)
+	}](fs, http.MethodPost, "/palmgate/keys/rotate", body)
+	if err != nil || printed {
+		return exitCode(err), err
 	}
 	algs := make([]string, 0, len(rotated.Active))
 	for alg := range rotated.Active {

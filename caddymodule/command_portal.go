@@ -1,11 +1,9 @@
 package caddymodule
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -41,17 +39,9 @@ Takes --address (the admin API's address, if not the default), or --config and
 }
 
 func runEndSessions(fs caddycmd.Flags) (int, error) {
-	out, err := callAdminAPI(fs, http.MethodDelete, "/palmgate/portal/sessions/"+url.PathEscape(fs.Arg(0)), nil)
-	if err != nil {
-		return caddy.ExitCodeFailedStartup, err
-	}
-	if fs.Bool("json") {
-		os.Stdout.Write(out)
-		return caddy.ExitCodeSuccess, nil
-	}
-	var ended endedSessions
-	if err := json.Unmarshal(out, &ended); err != nil {
-		return caddy.ExitCodeFailedStartup, fmt.Errorf("decoding the admin API's answer: %v", err)
+	ended, printed, err := adminQuery[endedSessions](fs, http.MethodDelete, "/palmgate/portal/sessions/"+url.PathEscape(fs.Arg(0)), nil)
+	if err != nil || printed {
+		return exitCode(err), err
 	}
 	fmt.Printf("ended %d portal session(s) of %s\n", ended.Ended, ended.Owner)
 	return caddy.ExitCodeSuccess, nil
