@@ -176,7 +176,7 @@ func TestMakeRunLoopbackOnly(t *testing.T) {
 	t.Run("not on another local address", func(t *testing.T) {
 		other := otherLocalAddresses()
 		if len(other) == 0 {
-			t.Skip("SKIPPED: this machine has no network address besides loopback (net.Interfaces), so none can be " +
+			tooltest.Missing(t, "this machine has no network address besides loopback (net.Interfaces), so none can be "+
 				"shown to refuse make run's port; the loopback checks above ran")
 		}
 		for _, ip := range other {
