@@ -51,11 +51,11 @@ func callWhoami(t *testing.T, mcpURL, token string) map[string]string {
 // an MCP client with the MCP server's resource (requested_actor and resource, a
 // palm scan); the agent obtains a token for that resource with its own key
 // (jwt-bearer) and calls examples/mcp's whoami tool, behind `palmgate_bearer {
-// resource ...; agents allow }`, with the official Go SDK client: the tool
-// answers with the person's pairwise sub, the client and the agent. The person's
-// own token reaches the tool without an agent; the same agent's token from a
-// grant without the resource is refused by the site, and a token for another
-// resource is refused by the token endpoint.
+// resource ...; agents allow }`, with the official Go SDK client, then as
+// examples/agent `token -mcp-tool whoami`: the tool answers with the person's
+// pairwise sub, the client and the agent. The person's own token reaches the tool
+// without an agent. The same agent's token from a grant without the resource is
+// refused by the site, and a token for another resource by the token endpoint.
 func TestAgentCallsMCPTool(t *testing.T) {
 	t.Parallel()
 	assistant := newOIDCClient("mcp-assistant", "")
@@ -89,6 +89,14 @@ func TestAgentCallsMCPTool(t *testing.T) {
 	if who["sub"] != person.sub || who["client_id"] != assistant.id || who["agent_id"] != bot.deviceID {
 		t.Errorf("whoami through the agent answered %v; want sub %s (alice's at the assistant), client_id %s, agent_id %s",
 			who, person.sub, assistant.id, bot.deviceID)
+	}
+	// The reference agent does the same with `token -mcp-tool`.
+	out := runExampleAgent(t, bot, "token", "-server", e.URL, "-device", bot.deviceID, "-client", assistant.id, "-secret", assistant.secret,
+		"-resource", mcpURL, "-call", mcpURL, "-mcp-tool", "whoami")
+	for _, want := range []string{`"sub":"` + person.sub + `"`, `"client_id":"` + assistant.id + `"`, `"agent_id":"` + bot.deviceID + `"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("examples/agent token -mcp-tool whoami printed no %s:\n%s", want, out)
+		}
 	}
 	// Alice herself: the same sub, no agent.
 	if who := callWhoami(t, mcpURL, person.access); who["sub"] != person.sub || who["agent_id"] != "" {
