@@ -36,12 +36,7 @@ func mcpSite(t *testing.T, clients []oidcClient, global ...string) (*env, string
 // mcpSiteWith is mcpSite with env added to the Caddy process's environment.
 func mcpSiteWith(t *testing.T, clients []oidcClient, env []string, global ...string) (*env, string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mcp")
-	build := exec.Command("go", "build", "-o", bin, "../examples/mcp")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building examples/mcp: %v\n%s", err, out)
-	}
-	upstream := startRP(t, exec.Command(bin, "-listen", "127.0.0.1:0"))
+	upstream := startMCPExample(t)
 	port := testserver.FreePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	site := fmt.Sprintf(`palmgate
@@ -57,6 +52,18 @@ header_up Host {upstream_hostport}
 	opts.Port, opts.Env = port, env
 	e := start(t, opts)
 	return e, base + "/mcp"
+}
+
+// startMCPExample builds examples/mcp and starts it on a loopback port for t,
+// returning the server.
+func startMCPExample(t *testing.T) *rpProcess {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mcp")
+	build := exec.Command("go", "build", "-o", bin, "../examples/mcp")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/mcp: %v\n%s", err, out)
+	}
+	return startRP(t, exec.Command(bin, "-listen", "127.0.0.1:0"))
 }
 
 // mcpRun is the TypeScript SDK client (integration/rp/mcp/client.mjs) running.

@@ -56,12 +56,16 @@ func runToken(ctx context.Context, args []string, out io.Writer) error {
 	secret := fs.String("secret", "", "the client's secret (none for a public client)")
 	scope := fs.String("scope", "", "scopes to ask for (default: all the grant's)")
 	resource := fs.String("resource", "", "resource (audience) to ask for (default: the grant's)")
-	call := fs.String("call", "", "a URL to GET with the token")
+	call := fs.String("call", "", "a URL to GET with the token (with -mcp-tool: an MCP server's endpoint)")
+	mcpTool := fs.String("mcp-tool", "", "call this tool (no arguments) of the MCP server at -call instead of a GET")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *clientID == "" {
 		return errors.New("token: -client is required")
+	}
+	if *mcpTool != "" && *call == "" {
+		return errors.New("token: -mcp-tool needs -call, the MCP server's endpoint")
 	}
 	key, err := loadOrCreateKey(*keyPath)
 	if err != nil {
@@ -97,6 +101,14 @@ func runToken(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "Agent %s got a token for its human at %s (scope %q, %ds):\n%s\n", *device, *clientID, tok.Scope, tok.ExpiresIn, tok.AccessToken)
 	if *call == "" {
+		return nil
+	}
+	if *mcpTool != "" {
+		res, err := callMCPTool(ctx, client, *call, tok.AccessToken, *mcpTool) // mcp.go
+		if err != nil {
+			return fmt.Errorf("MCP %s: %w", *call, err)
+		}
+		fmt.Fprintf(out, "MCP %s tool %s:\n%s\n", *call, *mcpTool, res)
 		return nil
 	}
 	creq, err := http.NewRequestWithContext(ctx, http.MethodGet, *call, nil)
