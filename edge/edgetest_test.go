@@ -203,6 +203,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 		}}, o.clients...),
 		SSOSession: o.ssoSession, Resources: o.resources,
 		Registration: o.registration, ClientMetadata: o.metadata,
+		Agents: e.agents,
 	})
 	if err != nil {
 		t.Fatalf("oidc.NewService: %v", err)
