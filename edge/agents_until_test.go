@@ -9,7 +9,39 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 )
+
+// agentConsent runs a login of q (with requested_actor) through the verify page
+// and a palm scan as palmSubject, and checks that it answers with a code.
+func (e *testEnv) agentConsent(t *testing.T, q url.Values, palmSubject string) {
+	t.Helper()
+	l := e.authorize(t, q)
+	id, nonce := e.challenge(t, l)
+	e.devScan(t, id, nonce, palmSubject)
+	w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
+	wantStatus(t, w, http.StatusFound)
+	if loc, _ := url.Parse(w.Header().Get("Location")); loc == nil || loc.Query().Get("code") == "" {
+		t.Fatalf("the consent answered %q; want a code", w.Header().Get("Location"))
+	}
+}
+
+// agentToken asks the token endpoint for a token of agent bot (the jwt-bearer
+// grant, an assertion with a fresh jti) as client clientID.
+func (e *testEnv) agentToken(t *testing.T, bot *testAgent, clientID, secret string) *recorder {
+	t.Helper()
+	now := e.clock.Now()
+	assertion, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
+		"iss": bot.deviceID, "sub": bot.deviceID, "aud": testIssuer + "/oauth2/token",
+		"iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": uuid.NewString(),
+	}).SignedString(bot.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion},
+		"client_id": {clientID}, "client_secret": {secret}}
+	return e.do(t, req{method: http.MethodPost, target: "/oauth2/token", body: form.Encode(), contentType: "application/x-www-form-urlencoded"})
+}
 
 // TestAgentGrantUntilOnThePages: a login with requested_actor and
 // requested_actor_until names the grant's end next to the agent, as a <time>
@@ -34,29 +66,11 @@ func TestAgentGrantUntilOnThePages(t *testing.T) {
 	if !strings.Contains(w.Body.String(), want) {
 		t.Fatalf("the login page does not name the grant's end %s next to the agent:\n%s", iso, w.Body)
 	}
-
-	id, nonce := e.challenge(t, l)
-	e.devScan(t, id, nonce, "alice")
-	w = e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
-	wantStatus(t, w, http.StatusFound)
-	if loc, _ := url.Parse(w.Header().Get("Location")); loc == nil || loc.Query().Get("code") == "" {
-		t.Fatalf("the consent answered %q; want a code", w.Header().Get("Location"))
-	}
+	e.agentConsent(t, q, "alice")
 
 	// The agent uses its grant once: the page shows when, as a local time too.
-	now := e.clock.Now()
-	assertion, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
-		"iss": bot.deviceID, "sub": bot.deviceID, "aud": testIssuer + "/oauth2/token",
-		"iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": "until-bot-1",
-	}).SignedString(bot.priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion},
-		"client_id": {testClientID}, "client_secret": {testSecret}}
-	w = e.do(t, req{method: http.MethodPost, target: "/oauth2/token", body: form.Encode(), contentType: "application/x-www-form-urlencoded"})
-	wantStatus(t, w, http.StatusOK)
-	used := `<time class="local" datetime="` + now.UTC().Format("2006-01-02T15:04:05.000Z") + `" data-form="date">`
+	used := `<time class="local" datetime="` + e.clock.Now().UTC().Format("2006-01-02T15:04:05.000Z") + `" data-form="date">`
+	wantStatus(t, e.agentToken(t, bot, testClientID, testSecret), http.StatusOK)
 
 	cookie, _ := e.ownerSignIn(t, "alice")
 	w = e.do(t, req{method: http.MethodGet, target: "/v1/human/agents", cookies: []*http.Cookie{cookie}})
