@@ -45,17 +45,17 @@ func adminAgents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// Its grants to act for its human go with it (issue 24, the registry's
+	// OnRemoved hook): its live tokens are refused at once. When that fails, the
+	// removal still stands (core/agent's removed_hook.go).
 	removed, err := app.Agents().Remove(r.Context(), deviceID)
-	if err != nil {
+	if removed == nil {
 		return clientAdminError(err)
 	}
 	app.logger.Info("palmgate agent removed",
 		zap.String("by", "operator"), zap.String("deviceId", removed.DeviceID), zap.String("humanId", removed.HumanID))
-	// Its grants to act for its human go with it (issue 24): its live tokens are
-	// refused at once. The removal stands if this fails: no new token is issued to
-	// a removed agent, and the live ones expire with access_token_ttl.
-	if err := app.OIDC().RevokeAgentGrants(r.Context(), removed.HumanID, removed.DeviceID); err != nil {
-		app.logger.Warn("palmgate: revoking the removed agent's grants", zap.String("deviceId", removed.DeviceID), zap.Error(err))
+	if err != nil {
+		app.logger.Warn("palmgate: after removing an agent", zap.String("deviceId", removed.DeviceID), zap.Error(err))
 	}
 	return writeAdminJSON(w, http.StatusOK, removedAgent{DeviceID: removed.DeviceID, HumanID: removed.HumanID, RegisteredAt: removed.RegisteredAt})
 }

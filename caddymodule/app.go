@@ -330,6 +330,10 @@ func (a *App) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	// Removing an agent, by any route, ends its grants to act for its human.
+	a.agents.OnRemoved(func(ctx context.Context, r agent.Removed) error {
+		return a.oidc.RevokeAgentGrants(ctx, r.HumanID, r.DeviceID)
+	})
 	a.edge = edge.New(edge.Config{
 		Issuer: a.Issuer, Palm: a.palm, Agents: a.agents, OIDC: a.oidc, Keys: a.keys, PalmAppURL: a.PalmAppURL,
 		RateLimit: edge.RateLimit{Off: a.RateLimit.Off, Requests: a.RateLimit.Requests, Window: time.Duration(a.RateLimit.Window)},

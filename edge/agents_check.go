@@ -3,9 +3,11 @@ package edge
 import (
 	"html/template"
 	"net/http"
+	"time"
 
 	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/core/jsontime"
 )
 
 // checkAgents applies /oauth2/check's ?agents= (allow, deny or only; deny by
@@ -29,11 +31,16 @@ func checkAgents(r *http.Request, claims *bearer.Claims) error {
 
 // actorLines tell the person, on the login page of a request with
 // requested_actor, which of their agents would act for them towards the
-// application, with the scopes above.
-func actorLines(deviceID string) []template.HTML {
+// application, with the scopes above, and until when (end: the grant's end if
+// they consented now, requested_actor_until or the longest a grant lives), in
+// their own time zone as the page's other times.
+func actorLines(deviceID string, end time.Time) []template.HTML {
 	if deviceID == "" {
 		return nil
 	}
+	t := dateTime(jsontime.Time(end))
 	return []template.HTML{template.HTML(`<span id="requested-actor">Your agent <b>` + template.HTMLEscapeString(deviceID) +
-		`</b> asks to act for you with these rights, without you, until you revoke it on your agents page.</span>`)}
+		`</b> asks to act for you with these rights, without you, until <time class="local" id="requested-actor-until" datetime="` +
+		template.HTMLEscapeString(t.ISO) + `" data-form="` + t.Form + `">` + template.HTMLEscapeString(t.UTC) +
+		`</time>, unless you revoke it sooner on your agents page.</span>`)}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -18,7 +17,9 @@ import (
 
 // grantRow is one grant as the page shows it.
 type grantRow struct {
-	DeviceID, ClientID, Application, Scopes, ExpiresAt, LastUsed string
+	DeviceID, ClientID, Application, Scopes string
+	ExpiresAt                               pageTime
+	LastUsed                                *pageTime // nil: never
 }
 
 // actorGrantJSON is one grant in the page's JSON form.
@@ -43,11 +44,12 @@ func (s *Server) ownerGrants(ctx context.Context, humanID string) ([]grantRow, [
 	for _, g := range grants {
 		app := s.oidc.ClientName(&oidc.AuthRequest{ClientID: g.ClientID})
 		row := grantRow{DeviceID: g.DeviceID, ClientID: g.ClientID, Application: app, Scopes: strings.Join(g.Scopes, " "),
-			ExpiresAt: g.ExpiresAt.UTC().Format(time.DateTime), LastUsed: "never"}
+			ExpiresAt: dateTime(jsontime.Time(g.ExpiresAt))}
 		j := actorGrantJSON{DeviceID: g.DeviceID, ClientID: g.ClientID, Application: app, Scopes: g.Scopes, Resource: g.Resource, ExpiresAt: jsontime.Time(g.ExpiresAt)}
 		if !g.LastUsedAt.IsZero() {
-			row.LastUsed = g.LastUsedAt.UTC().Format(time.DateTime)
 			used := jsontime.Time(g.LastUsedAt)
+			lastUsed := dateTime(used)
+			row.LastUsed = &lastUsed
 			j.LastUsedAt = &used
 		}
 		rows, js = append(rows, row), append(js, j)

@@ -203,10 +203,15 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 		}}, o.clients...),
 		SSOSession: o.ssoSession, Resources: o.resources,
 		Registration: o.registration, ClientMetadata: o.metadata,
+		Agents: e.agents,
 	})
 	if err != nil {
 		t.Fatalf("oidc.NewService: %v", err)
 	}
+	// As the app wires them (caddymodule): removing an agent ends its grants.
+	e.agents.OnRemoved(func(ctx context.Context, r agent.Removed) error {
+		return e.oidc.RevokeAgentGrants(ctx, r.HumanID, r.DeviceID)
+	})
 	e.srv = edge.New(edge.Config{
 		Issuer: testIssuer, Palm: e.palm, Agents: e.agents, OIDC: e.oidc, Keys: e.keys,
 		RateLimit: o.rateLimit, Store: store, PalmAppURL: o.palmAppURL, Resources: o.resources, Brand: o.brand,

@@ -149,7 +149,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		s.answerClient(w, r, step.Redirect)
 	default:
 		s.renderChallengePage(w, r, c, challengePageData{
-			Title: "Sign in with your palm", Lines: append(loginLines(s.oidc.ClientName(st.Request), st.Request.Resource, c.Request.ClientNotice), actorLines(st.Request.RequestedActor)...),
+			Title: "Sign in with your palm", Lines: append(loginLines(s.oidc.ClientName(st.Request), st.Request.Resource, c.Request.ClientNotice), actorLines(st.Request.RequestedActor, s.oidc.ActorGrantEnd(st.Request))...),
 			Scopes: oidc.DescribeScopeList(st.Request.Scopes),
 			Cancel: &pageForm{Action: "/oauth2/verify/cancel", Label: "Cancel and go back to the application", Fields: []formPostField{
 				{"auth_request_id", st.Request.ID}, {"csrf_token", oidc.CancelToken(binding, st.Request.ID)},

@@ -93,6 +93,7 @@ type Service struct {
 	validKeys       validKeys        // keys CheckPublicKey accepted
 	fresh           freshness        // whether the two caches above may be answered from
 	events          event.Sink
+	onRemoved       RemovedHook // removed_hook.go
 }
 
 // Config builds a Service.

@@ -51,6 +51,10 @@ type Removed struct {
 // through a new init (a fresh signed message: the replay markers of used ones are
 // kept) and a new palm verification. Every instance answers registered:false
 // within RemovalMaxAge, this one at once.
+//
+// After the commit it calls the OnRemoved hook (the agent's grants end); when
+// that fails, the removal stands and Remove returns it with an error wrapping
+// ErrAfterRemoval (removed_hook.go).
 func (s *Service) Remove(ctx context.Context, deviceID string) (*Removed, error) {
 	return s.remove(ctx, deviceID, "")
 }
@@ -84,7 +88,7 @@ func (s *Service) remove(ctx context.Context, deviceID, owner string) (*Removed,
 	s.board.gen.Add(1)
 	s.events.Emit(ctx, event.Event{Kind: event.AgentRemoved, HumanID: removed.HumanID,
 		DeviceID: removed.DeviceID, KeyFingerprint: removed.KeyFingerprint})
-	return removed, nil
+	return removed, s.afterRemoval(ctx, removed)
 }
 
 // unregister deletes the agent deviceID, owned by owner unless owner is "", and

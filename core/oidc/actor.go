@@ -54,7 +54,8 @@ type ActorGrant struct {
 	LastUsedAt time.Time `json:"lastUsedAt,omitzero"`
 }
 
-// actorGrantTTL is how long a grant lives: as long as a refresh family (the
+// actorGrantTTL is the longest a grant lives, and how long it lives without
+// requested_actor_until (actor_until.go): as long as a refresh family (the
 // human's consent to an application lasts as long there), unless revoked first.
 func (s *Service) actorGrantTTL() time.Duration { return s.refreshTTL }
 
@@ -114,9 +115,13 @@ func (s *Service) consentActor(txn storage.Txn, ar *AuthRequest, actor, owner st
 			State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}, nil
 	}
 	now := s.now().UTC()
+	if !ar.ActorUntil.IsZero() && !now.Before(ar.ActorUntil) {
+		return &Redirect{URI: ar.RedirectURI, Error: ErrInvalidRequest, Description: errActorUntilPassed,
+			State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}, nil
+	}
 	g := &ActorGrant{
 		ID: uuid.NewString(), HumanID: ar.HumanID, DeviceID: ar.RequestedActor, ClientID: ar.ClientID,
-		Scopes: ar.Scopes, Resource: ar.Resource, CreatedAt: now, ExpiresAt: now.Add(s.actorGrantTTL()),
+		Scopes: ar.Scopes, Resource: ar.Resource, CreatedAt: now, ExpiresAt: s.actorGrantEnd(ar, now),
 	}
 	// A new consent replaces the agent's grant for the client; the tokens of the
 	// one it replaces stop working.

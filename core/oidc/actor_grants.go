@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/fault"
@@ -91,17 +92,11 @@ func (s *Service) revokeActorGrants(ctx context.Context, humanID string, match f
 			if g.HumanID != humanID {
 				continue
 			}
-			if err := txn.Delete(actorGrantKey(g.DeviceID, g.ClientID)); err != nil {
+			r, err := s.endActorGrant(txn, g, now)
+			if err != nil {
 				return err
 			}
-			if err := txn.Delete(humanActorGrantKey(humanID, g.DeviceID, g.ClientID)); err != nil {
-				return err
-			}
-			until := now.Add(s.accessTTL + bearer.Leeway)
-			if err := putRevoked(txn, g.ID, until, now); err != nil {
-				return err
-			}
-			done = append(done, revocation{grantID: g.ID, until: until})
+			done = append(done, r)
 		}
 		if mustExist && len(done) == 0 {
 			return ErrActorGrantNotFound
@@ -113,4 +108,21 @@ func (s *Service) revokeActorGrants(ctx context.Context, humanID string, match f
 	}
 	s.committed(done...)
 	return nil
+}
+
+// endActorGrant deletes grant g and its entry among its human's, and records its
+// revocation (its tokens' sid), which it returns for committed: it only writes
+// txn.
+func (s *Service) endActorGrant(txn storage.Txn, g *ActorGrant, now time.Time) (revocation, error) {
+	if err := txn.Delete(actorGrantKey(g.DeviceID, g.ClientID)); err != nil {
+		return revocation{}, err
+	}
+	if err := txn.Delete(humanActorGrantKey(g.HumanID, g.DeviceID, g.ClientID)); err != nil {
+		return revocation{}, err
+	}
+	until := now.Add(s.accessTTL + bearer.Leeway)
+	if err := putRevoked(txn, g.ID, until, now); err != nil {
+		return revocation{}, err
+	}
+	return revocation{grantID: g.ID, until: until}, nil
 }

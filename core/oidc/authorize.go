@@ -79,6 +79,9 @@ type AuthRequest struct {
 	// RequestedActor is the deviceId of the agent the human is asked to let act
 	// for them (requested_actor, actor.go); "" for a plain login.
 	RequestedActor string `json:"requestedActor,omitempty"`
+	// ActorUntil ends the agent's grant before the longest a grant lives
+	// (requested_actor_until, actor_until.go); zero without.
+	ActorUntil time.Time `json:"actorUntil,omitzero"`
 
 	// Answer, set by Authorize only, is the answer the SSO session gave at once
 	// (a code, no scan, no page): the edge sends it back to the client.
@@ -310,10 +313,14 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	if actor != "" && slices.Contains(prompt, "none") {
 		return nil, oauthError(ErrLoginRequired, "letting an agent act for a person needs a palm scan: not with prompt=none")
 	}
+	until, err := s.checkActorUntil(params.Get(RequestedActorUntilParam), actor)
+	if err != nil {
+		return nil, err
+	}
 	return &AuthRequest{
 		ClientID: cl.id, RedirectURI: back.RedirectURI, Scopes: scopes, Resource: resource,
 		State: state, Nonce: nonce, CodeChallenge: challenge, ResponseMode: back.ResponseMode,
-		prompt: prompt, maxAge: maxAge, RequestedActor: actor,
+		prompt: prompt, maxAge: maxAge, RequestedActor: actor, ActorUntil: until,
 	}, nil
 }
 

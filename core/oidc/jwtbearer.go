@@ -91,8 +91,11 @@ func (s *Service) jwtBearer(ctx context.Context, c *caller, p url.Values) (*Toke
 		if g, err = getActorGrant(txn, deviceID, c.id); err != nil {
 			return err
 		}
-		if g.HumanID != humanID || !now.Before(g.ExpiresAt) {
+		if g.HumanID != humanID {
 			return errNoActorGrant
+		}
+		if !now.Before(g.ExpiresAt) {
+			return errActorGrantEnded
 		}
 		for _, sc := range asked {
 			if !slices.Contains(g.Scopes, sc) {
@@ -205,10 +208,14 @@ func assertionProblem(err error) string {
 
 // signActor makes the access token of an agent acting for its human under grant
 // g: the human's pairwise sub for the client, the grant's resource (or the
-// client's audience), `act` naming the agent, and the grant's id as `sid`.
+// client's audience), `act` naming the agent, and the grant's id as `sid`. It
+// never outlives the grant: its exp is the grant's end when that comes first.
 func (s *Service) signActor(cl *client, g *ActorGrant, scopes []string) (*TokenResponse, error) {
 	now := s.now()
 	exp := now.Add(s.accessTTL)
+	if g.ExpiresAt.Before(exp) {
+		exp = g.ExpiresAt
+	}
 	scope := joinScopes(scopes)
 	claims := &AccessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
@@ -224,5 +231,5 @@ func (s *Service) signActor(cl *client, g *ActorGrant, scopes []string) (*TokenR
 		return nil, fmt.Errorf("signing access token: %w", err)
 	}
 	s.access.Remember(token, claims)
-	return &TokenResponse{AccessToken: token, TokenType: "Bearer", ExpiresIn: int64(s.accessTTL / time.Second), Scope: scope}, nil
+	return &TokenResponse{AccessToken: token, TokenType: "Bearer", ExpiresIn: int64(exp.Sub(now) / time.Second), Scope: scope}, nil
 }

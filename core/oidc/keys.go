@@ -53,10 +53,12 @@ func codeKey(code string) []byte {
 }
 
 func sessionKey(hash string) []byte { return []byte("oidc/sso/" + hash) }
+func consentPrefix() []byte         { return []byte("oidc/consent/") }
 func consentKey(humanID, clientID string) []byte {
 	return []byte("oidc/consent/" + humanID + "/" + clientID)
 }
 
+func actorGrantPrefix() []byte { return []byte("oidc/actor/") }
 func actorGrantKey(deviceID, clientID string) []byte {
 	return []byte("oidc/actor/" + deviceID + "\x00" + clientID)
 }

@@ -133,7 +133,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		resources:     cfg.Resources,
 		agents:        cfg.Agents,
 	}
-	cl.deleted = s.revokeClientGrants
+	cl.deleted = s.clientDeleted
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {
 		return nil, fmt.Errorf("loading revoked grants: %w", err)
 	}

@@ -1,0 +1,53 @@
+package edge_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/palmgate/palmgate/core/agent"
+)
+
+// TestAgentRemovedByItsOwnerLosesItsTokens: an agent its owner removes on the
+// agents page loses its grants with it (the registry's removal hook): its live
+// token is refused by /oauth2/check at once, and it gets no new token. When the
+// hook fails, the removal stands and the page says so (the failure is logged).
+func TestAgentRemovedByItsOwnerLosesItsTokens(t *testing.T) {
+	e := newEnv(t)
+	bot, other := newAgent("removed-bot"), newAgent("hook-fails-bot")
+	e.register(t, bot, "alice")
+	e.register(t, other, "alice")
+	q := authorizeQuery()
+	q.Set("requested_actor", bot.deviceID)
+	e.agentConsent(t, q, "alice")
+	w := e.agentToken(t, bot, testClientID, testSecret)
+	wantStatus(t, w, http.StatusOK)
+	access, _ := decode(t, w)["access_token"].(string)
+	check := func() int {
+		return e.do(t, req{method: http.MethodGet, target: "/oauth2/check?agents=allow", header: bearer(access)}).Code
+	}
+	if got := check(); got != http.StatusOK {
+		t.Fatalf("/oauth2/check of the agent's token: %d, want 200", got)
+	}
+
+	cookie, csrf := e.ownerSignIn(t, "alice")
+	w = e.ownerPost(t, "/v1/human/agents/remove", cookie, url.Values{"csrf": {csrf}, "deviceId": {bot.deviceID}})
+	wantPage(t, w, http.StatusOK, "Removed removed-bot.")
+	if got := check(); got != http.StatusUnauthorized {
+		t.Errorf("/oauth2/check of the removed agent's live token: %d, want 401", got)
+	}
+	w = e.agentToken(t, bot, testClientID, testSecret)
+	wantStatus(t, w, http.StatusBadRequest)
+	if m := decode(t, w); m["error"] != "invalid_grant" {
+		t.Errorf("a removed agent's token request = %s; want invalid_grant", w.Body)
+	}
+
+	e.agents.OnRemoved(func(context.Context, agent.Removed) error { return errors.New("store unavailable") })
+	w = e.ownerPost(t, "/v1/human/agents/remove", cookie, url.Values{"csrf": {csrf}, "deviceId": {other.deviceID}})
+	wantPage(t, w, http.StatusOK, "Removed hook-fails-bot.")
+	if m := decode(t, e.get(t, "/v1/agent/verify/device/hook-fails-bot")); m["registered"] != false {
+		t.Errorf("a failing hook undid the removal: %v", m)
+	}
+}
