@@ -11,10 +11,15 @@ import (
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 )
 
+// adaptAll runs the real Caddyfile adapter and returns the whole config.
+func adaptAll(caddyfile string) ([]byte, []caddyconfig.Warning, error) {
+	return caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
+}
+
 // adapt runs the real Caddyfile adapter and returns the palmgate app's JSON.
 func adapt(t *testing.T, caddyfile string) (json.RawMessage, error) {
 	t.Helper()
-	cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(caddyfile), nil)
+	cfg, _, err := adaptAll(caddyfile)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +34,10 @@ func adapt(t *testing.T, caddyfile string) (json.RawMessage, error) {
 
 // TestCaddyfileGolden pins the global option grammar: every option, adapted to JSON
 // (full: the Badger store and every other option; postgres: `storage postgres` with
-// its options).
+// its options, and the `off` forms), and palmgate_bearer's (full.bearer.json: its
+// handlers in the sites of full.caddyfile). TestGoldenCoversEveryOption checks
+// that no option is left out. To regenerate a file after changing a Caddyfile,
+// copy the JSON this test prints when they differ.
 func TestCaddyfileGolden(t *testing.T) {
 	for _, name := range []string{"full", "postgres"} {
 		t.Run(name, func(t *testing.T) {
@@ -54,6 +62,29 @@ func TestCaddyfileGolden(t *testing.T) {
 			}
 			if !bytes.Equal(got, wantCompact.Bytes()) {
 				t.Errorf("adapted palmgate app differs from testdata/%s.json:\n%s", name, gotIndented.String())
+			}
+			// The palmgate_bearer blocks of the sites, in testdata/<name>.bearer.json.
+			wantBearers, err := os.ReadFile("testdata/" + name + ".bearer.json")
+			if os.IsNotExist(err) {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotBearers, err := json.MarshalIndent(adaptBearers(t, string(in)), "", "\t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCompact.Reset()
+			gotCompact := new(bytes.Buffer)
+			if err := json.Compact(&wantCompact, wantBearers); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Compact(gotCompact, gotBearers); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(gotCompact.Bytes(), wantCompact.Bytes()) {
+				t.Errorf("adapted palmgate_bearer handlers differ from testdata/%s.bearer.json:\n%s", name, gotBearers)
 			}
 		})
 	}

@@ -3,6 +3,8 @@ package caddymodule
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,5 +168,45 @@ func TestRunRestoreWithKey(t *testing.T) {
 	}
 	if report, err := runRestore(ctx, file, target, storage.Backup{Key: key}); err != nil || *report.Restored != 1 {
 		t.Fatalf("restoring with the key: %+v, %v", report, err)
+	}
+}
+
+// TestRunRestoreNewerFormat: a backup of a format version this build does not
+// read is refused before the target is opened, in words that name the version
+// found and the versions read (and do not call it damaged).
+func TestRunRestoreNewerFormat(t *testing.T) {
+	ctx := context.Background()
+	src := memstore.New()
+	if err := src.Update(ctx, func(txn storage.Txn) error { return txn.Set([]byte("keys/a/b"), []byte("k"), 0) }); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := storage.WriteBackup(ctx, &buf, src, storage.BackupHeader{Palmgate: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	file := buf.Bytes()
+	binary.BigEndian.PutUint32(file[16:20], 2) // what a newer palmgate would write
+	sum := sha256.Sum256(file[:len(file)-sha256.Size])
+	copy(file[len(file)-sha256.Size:], sum[:])
+	dir := t.TempDir()
+	path := filepath.Join(dir, "newer.backup")
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := migrateEnd{"badger", filepath.Join(dir, "store")}
+	_, err := runRestore(ctx, path, target, storage.Backup{})
+	if err == nil {
+		t.Fatal("a backup of format version 2 was restored")
+	}
+	for _, want := range []string{"refusing to restore", "nothing was written", "format version 2", "reads backup format version 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("restore: %q, want it to say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "intact") {
+		t.Errorf("restore: %q calls a newer backup damaged", err)
+	}
+	if _, err := os.Stat(target.location); !os.IsNotExist(err) {
+		t.Fatalf("the refused restore created the target directory (%v)", err)
 	}
 }

@@ -5,10 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"html/template"
-	"mime"
 	"net/http"
-	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -18,6 +15,7 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/internal/brand"
+	"github.com/palmgate/palmgate/internal/negotiate"
 )
 
 // The error page: what a person sees, in a browser, where an API caller gets a
@@ -56,28 +54,9 @@ type errorPageData struct {
 }
 
 // acceptsHTML reports whether r asks for a page rather than JSON: its Accept
-// header names text/html and not application/json (see the rule above).
-func acceptsHTML(r *http.Request) bool {
-	html := false
-	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q <= 0 {
-				continue
-			}
-			switch mt {
-			case "application/json":
-				return false
-			case "text/html":
-				html = true
-			}
-		}
-	}
-	return html
-}
+// header names text/html and not application/json (see the rule above; the
+// portal follows it too).
+func acceptsHTML(r *http.Request) bool { return negotiate.AcceptsHTML(r) }
 
 // negotiated is write (a route's JSON dialect) for API callers and the error page
 // for browsers (acceptsHTML). An authorization error that goes back to the client

@@ -37,6 +37,7 @@ type formPostField struct{ Name, Value string }
 // answerClient sends the answer of an authorization request back to the client: a
 // 302 to the redirect_uri in query mode, the auto-submitting form in form_post.
 func (s *Server) answerClient(w http.ResponseWriter, r *http.Request, redirect *oidc.Redirect) {
+	setNoStore(w)
 	if !redirect.FormPost() {
 		http.Redirect(w, r, redirect.URL(), http.StatusFound)
 		return
@@ -52,8 +53,6 @@ func (s *Server) answerClient(w http.ResponseWriter, r *http.Request, redirect *
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
 	ancestors := frameAncestorSource(redirect.URI)
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src "+formPostScriptHash+"; form-action "+formActionSource(redirect.URI)+"; base-uri 'none'; frame-ancestors "+ancestors)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -63,6 +62,23 @@ func (s *Server) answerClient(w http.ResponseWriter, r *http.Request, redirect *
 	h.Set("Referrer-Policy", "no-referrer")
 	if err := formPostPage.Execute(w, data); err != nil {
 		s.logger.Debug("writing form_post page")
+	}
+}
+
+// setNoStore keeps an answer out of caches and the browser's history store:
+// every answer of the authorization endpoint, and every answer that carries a
+// code or an error with the client's state back to it (RFC 6749 5.1 asks it of
+// tokens; Pragma for HTTP/1.0 caches, as the token endpoint sends it).
+func setNoStore(w http.ResponseWriter) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+}
+
+// noStore is h with setNoStore on all its answers.
+func noStore(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		setNoStore(w)
+		h(w, r)
 	}
 }
 

@@ -161,7 +161,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("/v1/palm/challenges/{challengeId}/assertion", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmAssertion, s.writeError)})
 	route("/v1/palm/challenges/{challengeId}/deny", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmDeny, s.writeError)})
 	route("/v1/palm/challenges/{challengeId}/dev-scan", map[string]http.HandlerFunc{"POST": s.limited(s.handlePalmDevScan, s.writeError)})
-	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": s.limited(s.handleAuthorize, s.writeOAuthOrPage), "POST": s.limited(s.handleAuthorize, s.writeOAuthOrPage)})
+	route("/oauth2/authorize", map[string]http.HandlerFunc{"GET": noStore(s.limited(s.handleAuthorize, s.writeOAuthOrPage)), "POST": noStore(s.limited(s.handleAuthorize, s.writeOAuthOrPage))})
 	route("/oauth2/verify", map[string]http.HandlerFunc{"GET": s.handleLoginPage})
 	route("/oauth2/verify/cancel", map[string]http.HandlerFunc{"POST": s.limited(s.handleLoginCancel, s.writeCancelError)})
 	route("/oauth2/consent", map[string]http.HandlerFunc{"GET": s.handleConsentPage, "POST": s.limited(s.handleConsent, s.writeConsentError)})

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"os"
@@ -172,19 +173,24 @@ func backupRestore(t *testing.T, srcStorage string, to restoreTo, env ...string)
 	for _, bad := range []struct{ name, want string }{
 		{"truncated", "truncated"},
 		{"altered", "does not match"},
+		{"newer", "format version 2, newer than this palmgate reads backup format version 1"},
 	} {
 		damaged := slices.Clone(good)
-		if bad.name == "truncated" {
+		switch bad.name {
+		case "truncated":
 			damaged = damaged[:len(damaged)*2/3]
-		} else {
+		case "altered":
 			damaged[len(damaged)-1] ^= 0x01 // in the checksum (storage's tests alter every byte)
+		case "newer": // refused on the version alone, before the checksum is read
+			binary.BigEndian.PutUint32(damaged[16:20], 2)
 		}
 		path := filepath.Join(t.TempDir(), bad.name+".backup")
 		if err := os.WriteFile(path, damaged, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		out, err := restore(path)
-		if err == nil || !strings.Contains(out, "refusing to restore") || !strings.Contains(out, bad.want) || !strings.Contains(out, "nothing was written") {
+		if err == nil || !strings.Contains(out, "refusing to restore") || !strings.Contains(out, bad.want) || !strings.Contains(out, "nothing was written") ||
+			strings.Count(strings.TrimSpace(out), "\n") != 0 {
 			t.Errorf("restoring a %s backup: %v, want a refusal saying %q:\n%s", bad.name, err, bad.want, out)
 		}
 		if n := to.records(t); n != 0 {

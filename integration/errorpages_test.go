@@ -51,9 +51,17 @@ func TestErrorPagesThroughCaddy(t *testing.T) {
 	}
 
 	t.Run("unknown paths", func(t *testing.T) {
-		// The portal's own 404 is its page, to browsers and API callers alike.
-		e.do(t, "GET", "/portal/nope", nil, "Accept", browserAccept).ExpectStatus(t, http.StatusNotFound)
-		e.do(t, "GET", "/portal/nope", nil).ExpectStatus(t, http.StatusNotFound)
+		// The portal's own 404 is its page to browsers, and JSON to API callers
+		// (review of issues 20–24, finding 4).
+		if r := e.do(t, "GET", "/portal/nope", nil, "Accept", browserAccept).ExpectStatus(t, http.StatusNotFound); !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("%s from a browser: Content-Type %q, want the portal's page", r.Request, r.Header.Get("Content-Type"))
+		}
+		for _, accept := range []string{"", "application/json"} {
+			resp := e.do(t, "GET", "/portal/nope", nil, "Accept", accept)
+			if m := resp.ExpectStatus(t, http.StatusNotFound).Object(t); str(m["code"]) != "not_found" || str(m["error"]) == "" {
+				t.Errorf("%s (Accept %q): %s, want a JSON 404", resp.Request, accept, resp.Body)
+			}
+		}
 		for _, path := range []string{"/oauth2/nope", "/v1", "/v1/nope", "/health", "/health/nope"} {
 			expectErrorPage(t, e.do(t, "GET", path, nil, "Accept", browserAccept), http.StatusNotFound, "not found")
 			resp := e.do(t, "GET", path, nil)

@@ -69,8 +69,13 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, d *p
 	}
 }
 
-// fail answers status with a page that says msg.
+// fail answers status with a page that says msg; a program (Accept without
+// text/html) gets it as JSON (apierrors.go).
 func (p *Portal) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if !wantsPage(r) {
+		failJSON(w, status, msg)
+		return
+	}
 	p.render(w, r, status, &pageData{Title: http.StatusText(status), Session: checkedSession(r), Error: msg})
 }
 

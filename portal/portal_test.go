@@ -67,6 +67,9 @@ func signedIn(p *Portal, humanID string) *http.Cookie {
 	return rec.Result().Cookies()[0]
 }
 
+// browserAccept is the Accept header of a browser's navigation (Chromium's).
+const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8"
+
 func serve(p *Portal, method, path string, form url.Values, cookies ...*http.Cookie) *httptest.ResponseRecorder {
 	var body *strings.Reader
 	if form != nil {
@@ -75,6 +78,7 @@ func serve(p *Portal, method, path string, form url.Values, cookies ...*http.Coo
 		body = strings.NewReader("")
 	}
 	req := httptest.NewRequest(method, path, body)
+	req.Header.Set("Accept", browserAccept) // the portal is browsed; apierrors_test.go asks as a program
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}

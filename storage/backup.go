@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -51,8 +53,40 @@ const (
 
 // ErrBadBackup is wrapped by every error about a backup file that is not a complete,
 // intact palmgate backup of a format this code reads: damaged, truncated, altered,
-// of another format version, or not a backup at all.
+// of another format version (a *BackupVersionError, which says so in its own
+// words), or not a backup at all.
 var ErrBadBackup = errors.New("not a complete, intact palmgate backup")
+
+// BackupFormats are the backup format versions this code reads.
+var BackupFormats = []uint32{BackupFormat}
+
+// BackupVersionError refuses a backup of a format version this code does not read:
+// one a newer palmgate wrote, or a number no palmgate writes (a damaged file). It
+// is found before anything else is read, so before anything is imported. It is
+// an ErrBadBackup (errors.Is), but does not call the file damaged.
+type BackupVersionError struct {
+	// Found is the format version the file names.
+	Found uint32
+}
+
+// maxPlausibleFormat is the largest format version taken for one a newer palmgate
+// wrote; a larger one (or 0) is a number no palmgate writes.
+const maxPlausibleFormat = 1 << 10
+
+func (e *BackupVersionError) Error() string {
+	reads := make([]string, len(BackupFormats))
+	for i, v := range BackupFormats {
+		reads[i] = fmt.Sprint(v)
+	}
+	this := "this palmgate reads backup format version " + strings.Join(reads, ", ")
+	if e.Found == 0 || e.Found > maxPlausibleFormat {
+		return fmt.Sprintf("the file names backup format version %d, which no palmgate writes (is it damaged?); %s", e.Found, this)
+	}
+	return fmt.Sprintf("the backup is of format version %d, newer than %s: restore it with a palmgate at least as new as the one that made it", e.Found, this)
+}
+
+// Is makes a BackupVersionError an ErrBadBackup.
+func (e *BackupVersionError) Is(target error) bool { return target == ErrBadBackup }
 
 // BackupHeader describes a backup; it is written at the start of the file.
 type BackupHeader struct {
@@ -301,8 +335,8 @@ func (b Backup) read(ctx context.Context, r io.Reader, fn func(Record) error) (B
 	if err != nil {
 		return sum, err
 	}
-	if format != BackupFormat {
-		return sum, fmt.Errorf("%w: format version %d, but this palmgate reads version %d only", ErrBadBackup, format, BackupFormat)
+	if !slices.Contains(BackupFormats, format) {
+		return sum, &BackupVersionError{Found: format}
 	}
 	sum.Format = int(format)
 	hj, err := br.bytes(maxBackupHeader, "the header")

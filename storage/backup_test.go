@@ -260,7 +260,7 @@ func TestBackupDamagedIsRefused(t *testing.T) {
 		t.Errorf("a value's byte altered: %v, want a checksum mismatch", err)
 	}
 	for name, want := range map[string]string{
-		"format version 2":       "format version 2, but this palmgate reads version 1 only",
+		"format version 2":       "format version 2, newer than this palmgate reads backup format version 1",
 		"count 7 of 8":           "the trailer counts 7 records, the file holds 8",
 		"data appended":          "data follows the end",
 		"not a backup":           "not a palmgate backup",

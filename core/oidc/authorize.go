@@ -89,6 +89,9 @@ type AuthRequest struct {
 	// prompt and maxAge are the request's prompt values and max_age (-1 without).
 	prompt []string
 	maxAge int
+	// hintSub is the `sub` of the request's id_token_hint ("" without), a subject
+	// at hintSector, the client's sector (hint.go).
+	hintSub, hintSector string
 }
 
 // Browser is what the edge knows of the browser that sends an authorization
@@ -194,6 +197,10 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 		back.State = states[0]
 	}
 	ar, err := s.checkRequest(cl, params, back)
+	if err == nil && params.Get(IDTokenHintParam) != "" {
+		ar.hintSector = cl.sector
+		ar.hintSub, err = s.hintSubject(ctx, cl, params.Get(IDTokenHintParam))
+	}
 	if err != nil {
 		var f *fault.Error
 		if errors.As(err, &f) && IsOAuthCode(f.Code) {

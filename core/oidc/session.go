@@ -215,6 +215,10 @@ func (s *Service) authorizeInSession(ctx context.Context, ar *AuthRequest, brows
 			why = "the palmgate session has ended: a palm scan is required"
 			return nil
 		}
+		if !s.sessionMatchesHint(ar, sess.HumanID) {
+			why = "the id_token_hint names another person than this browser's palmgate session: a palm scan is required"
+			return nil
+		}
 		if ar.maxAge == 0 || (ar.maxAge > 0 && now.Sub(sess.AuthTime) > time.Duration(ar.maxAge)*time.Second) {
 			why = "the last palm scan is older than max_age: a new scan is required"
 			return nil
