@@ -62,7 +62,7 @@ func TestLoginCancel(t *testing.T) {
 		status  int
 	}{
 		{"no token", url.Values{"auth_request_id": {l.id}}, []*http.Cookie{l.cookie}, http.StatusForbidden},
-		{"wrong token", url.Values{"auth_request_id": {l.id}, "csrf_token": {"x" + token[1:]}}, []*http.Cookie{l.cookie}, http.StatusForbidden},
+		{"wrong token", url.Values{"auth_request_id": {l.id}, "csrf_token": {alteredToken(token)}}, []*http.Cookie{l.cookie}, http.StatusForbidden},
 		{"another login's token", url.Values{"auth_request_id": {l.id}, "csrf_token": {otherToken}}, []*http.Cookie{l.cookie}, http.StatusForbidden},
 		{"no login cookie", url.Values{"auth_request_id": {l.id}, "csrf_token": {token}}, nil, http.StatusForbidden},
 		{"another login's cookie", url.Values{"auth_request_id": {l.id}, "csrf_token": {token}}, []*http.Cookie{other.cookie}, http.StatusForbidden},
@@ -163,7 +163,7 @@ func TestRegisterDecline(t *testing.T) {
 		cookies []*http.Cookie
 	}{
 		{"no token", url.Values{}, []*http.Cookie{cookie}},
-		{"wrong token", url.Values{"csrf_token": {"x" + token[1:]}}, []*http.Cookie{cookie}},
+		{"wrong token", url.Values{"csrf_token": {alteredToken(token)}}, []*http.Cookie{cookie}},
 		{"no cookie", url.Values{"csrf_token": {token}}, nil},
 		{"another browser's cookie", url.Values{"csrf_token": {token}}, []*http.Cookie{{Name: cookie.Name, Value: strings.Repeat("A", 43)}}},
 	} {
@@ -195,4 +195,14 @@ func TestRegisterDecline(t *testing.T) {
 	if strings.Contains(w.Body.String(), "This is not my agent") {
 		t.Error("the closed registration page still offers the decline form")
 	}
+}
+
+// alteredToken is token with its first character changed: a wrong token of the same
+// shape ("x" + token[1:] is the token itself when it starts with x).
+func alteredToken(token string) string {
+	first := byte('x')
+	if token[0] == first {
+		first = 'y'
+	}
+	return string(first) + token[1:]
 }

@@ -105,34 +105,38 @@ const errActorNotOwned = "the agent is not registered to the person who signed i
 // consentActor records, in the transaction that answers a verified login, the
 // grant the login asked for (requested_actor): owner is the human the agent was
 // found registered to (requestedActorOwner, for actor). It returns the refusal to
-// send back to the client when the agent is not the scanning human's.
-func (s *Service) consentActor(txn storage.Txn, ar *AuthRequest, actor, owner string) (*Redirect, error) {
+// send back to the client when the agent is not the scanning human's, and the
+// revocation of the grant the new one replaces, for committed.
+func (s *Service) consentActor(txn storage.Txn, ar *AuthRequest, actor, owner string) (*Redirect, revocation, error) {
 	if ar.RequestedActor == "" {
-		return nil, nil
+		return nil, revocation{}, nil
 	}
 	if actor != ar.RequestedActor || owner == "" || owner != ar.HumanID {
 		return &Redirect{URI: ar.RedirectURI, Error: ErrInvalidRequest, Description: errActorNotOwned,
-			State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}, nil
+			State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}, revocation{}, nil
 	}
 	now := s.now().UTC()
 	if !ar.ActorUntil.IsZero() && !now.Before(ar.ActorUntil) {
 		return &Redirect{URI: ar.RedirectURI, Error: ErrInvalidRequest, Description: errActorUntilPassed,
-			State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}, nil
+			State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}, revocation{}, nil
 	}
 	g := &ActorGrant{
 		ID: uuid.NewString(), HumanID: ar.HumanID, DeviceID: ar.RequestedActor, ClientID: ar.ClientID,
 		Scopes: ar.Scopes, Resource: ar.Resource, CreatedAt: now, ExpiresAt: s.actorGrantEnd(ar, now),
 	}
 	// A new consent replaces the agent's grant for the client; the tokens of the
-	// one it replaces stop working.
+	// one it replaces stop working, here at once (committed).
+	var replaced revocation
 	if old, err := getActorGrant(txn, g.DeviceID, g.ClientID); err == nil {
-		if err := putRevoked(txn, old.ID, now.Add(s.accessTTL+bearer.Leeway), now); err != nil {
-			return nil, err
+		until := now.Add(s.accessTTL + bearer.Leeway)
+		if err := putRevoked(txn, old.ID, until, now); err != nil {
+			return nil, revocation{}, err
 		}
+		replaced = revocation{grantID: old.ID, until: until}
 	} else if !errors.Is(err, errNoActorGrant) {
-		return nil, err
+		return nil, revocation{}, err
 	}
-	return nil, s.putActorGrant(txn, g)
+	return nil, replaced, s.putActorGrant(txn, g)
 }
 
 var errNoActorGrant = oauthError(ErrInvalidGrant, "the agent's human has not let it act for this client (or revoked it)")

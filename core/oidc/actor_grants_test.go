@@ -64,3 +64,27 @@ func TestActorGrantsRevokedWithTheAgent(t *testing.T) {
 		t.Fatalf("RevokeAgentGrants with nothing left: %v", err)
 	}
 }
+
+// TestActorGrantReplacedEndsItsTokens: a new consent for the same agent and client
+// replaces the grant, and the replaced grant's live token is refused at once on
+// this instance (not only once the revocation set is re-read).
+func TestActorGrantReplacedEndsItsTokens(t *testing.T) {
+	ctx := context.Background()
+	h := newActorHarness(t)
+	h.consent(t, "alice", "alice-bot")
+	old, err := h.agentToken(h.assertion(t, "alice-bot", h.aliceBotKey, nil))
+	if err != nil {
+		t.Fatalf("agent token: %v", err)
+	}
+	h.consent(t, "alice", "alice-bot")
+	if _, err := h.svc.VerifyAccessToken(ctx, old.AccessToken); err == nil {
+		t.Fatal("the replaced grant's live token is still admitted")
+	}
+	fresh, err := h.agentToken(h.assertion(t, "alice-bot", h.aliceBotKey, nil))
+	if err != nil {
+		t.Fatalf("agent token under the new grant: %v", err)
+	}
+	if _, err := h.svc.VerifyAccessToken(ctx, fresh.AccessToken); err != nil {
+		t.Fatalf("the new grant's token: %v", err)
+	}
+}

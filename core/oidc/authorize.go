@@ -512,8 +512,9 @@ func (s *Service) finish(ctx context.Context, id, binding, old string) (*Redirec
 	var redirect *Redirect
 	var answered event.Event // fn may run again: each run sets it anew
 	var session *Session
+	var replaced revocation // an agent grant the login's consent replaced
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		redirect, answered, session = nil, event.Event{}, nil
+		redirect, answered, session, replaced = nil, event.Event{}, nil, revocation{}
 		ar, err := getAuthRequest(txn, id)
 		if err != nil {
 			return err
@@ -534,7 +535,7 @@ func (s *Service) finish(ctx context.Context, id, binding, old string) (*Redirec
 			return nil
 		case palm.StatusVerified:
 			answered.Outcome = event.Completed
-			if redirect, err = s.consentActor(txn, ar, actor, owner); err != nil || redirect != nil {
+			if redirect, replaced, err = s.consentActor(txn, ar, actor, owner); err != nil || redirect != nil {
 				if redirect != nil {
 					answered.Outcome = event.Denied
 					ar.Status = RequestAnswered
@@ -565,6 +566,7 @@ func (s *Service) finish(ctx context.Context, id, binding, old string) (*Redirec
 	if err != nil {
 		return nil, nil, err
 	}
+	s.committed(replaced)
 	if redirect != nil {
 		s.events.Emit(ctx, answered)
 	}
