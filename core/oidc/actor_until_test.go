@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/palmgate/palmgate/core/palm"
 )
 
 // TestActorUntilRefusals: requested_actor_until is refused back to the client,
@@ -98,5 +100,32 @@ func TestActorUntilEndsTheGrant(t *testing.T) {
 	h2.consent(t, "alice", "alice-bot", RequestedActorUntilParam, longest.Format(time.RFC3339))
 	if g, err := readActorGrant(ctx, h2.store, "alice-bot", "app"); err != nil || !g.ExpiresAt.Equal(longest) {
 		t.Fatalf("grant = %+v, %v; want it to end at %v", g, err, longest)
+	}
+}
+
+// TestActorUntilInThePalmApp: the palm app's challenge names the end of the grant
+// it asks for, as the login page does: the requested date, else the longest a
+// grant lives; a plain login names none.
+func TestActorUntilInThePalmApp(t *testing.T) {
+	ctx := context.Background()
+	h := newActorHarness(t)
+	until := h.clock.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	for _, tc := range []struct {
+		name string
+		p    []string
+		want time.Time
+	}{
+		{"until a date", []string{RequestedActorParam, "alice-bot", RequestedActorUntilParam, until.Format(time.RFC3339)}, until},
+		{"the longest", []string{RequestedActorParam, "alice-bot"}, h.clock.Now().Add(refreshTTL).UTC()},
+		{"a plain login", nil, time.Time{}},
+	} {
+		ar := h.authorize(t, params(tc.p...))
+		c, err := palm.ReadChallenge(ctx, h.store, ar.ChallengeID)
+		if err != nil {
+			t.Fatalf("%s: challenge: %v", tc.name, err)
+		}
+		if got := time.Time(c.Request.ActorUntil); !got.Equal(tc.want) {
+			t.Errorf("%s: the palm app is told the grant ends %v; want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -220,7 +220,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	req := palm.Request{
 		ClientName: cl.name, Scopes: ar.Scopes, ScopeDescriptions: DescribeRequest(ar.Scopes, ar.Resource),
 		RequestedAt: jsontime.Time(now), BrowserIP: browser.IP, BrowserSummary: browser.Summary, Address: browser.Address,
-		ActorDeviceID: ar.RequestedActor,
+		ActorDeviceID: ar.RequestedActor, ActorUntil: jsontime.Time(s.ActorGrantEnd(ar)),
 	}
 	if cl.selfRegistered {
 		req.SelfRegistered, req.ClientNotice = true, cl.notice

@@ -106,6 +106,9 @@ type Request struct {
 	// ActorDeviceID, on a login, names the registered agent the person is asked to
 	// let act for them towards the application, with the scopes (requested_actor).
 	ActorDeviceID string `json:"actorDeviceId,omitempty"`
+	// ActorUntil is when that grant would end if the person consented now: the
+	// client's requested_actor_until, or the longest a grant lives.
+	ActorUntil jsontime.Time `json:"actorUntil,omitzero"`
 	// Address is the requesting client's address as the edge counts it (its
 	// address key), which the per-network cap counts the challenge under; "" when
 	// the edge counts no address (rate_limit off). Never stored or shown.
