@@ -91,7 +91,7 @@ type Service struct {
 	registeredKeys  registeredKeys   // deviceIds of keys found registered
 	registered      registeredAgents // records of agents found registered
 	validKeys       validKeys        // keys CheckPublicKey accepted
-	fresh           freshness        // whether the two caches above may be answered from
+	fresh           *freshness       // whether the two caches above may be answered from
 	events          event.Sink
 	onRemoved       RemovedHook // removed_hook.go
 }
@@ -123,9 +123,8 @@ func NewService(cfg Config) *Service {
 		store: cfg.Store, palm: cfg.Palm, now: now, issuer: cfg.Issuer,
 		sessionTTL: cfg.SessionTTL, challengeMaxAge: cfg.ChallengeMaxAge, events: cfg.Events,
 	}
-	s.fresh.store, s.fresh.now = cfg.Store, now
+	s.fresh = newFreshness(cfg.Store, now, func() { s.registeredKeys.clear(); s.registered.clear() })
 	s.registeredKeys.epoch, s.registered.epoch = &s.fresh.epoch, &s.fresh.epoch
-	s.fresh.empty = func() { s.registeredKeys.clear(); s.registered.clear() }
 	cfg.Palm.Handle(palm.PurposeAgentRegistration, outcome{s})
 	cfg.Palm.Handle(palm.PurposeAgentManagement, ownerOutcome{s})
 	return s

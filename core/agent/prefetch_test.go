@@ -195,7 +195,7 @@ func TestLookupsReadOneKey(t *testing.T) {
 // (once in its life), so that the reads counted next are those of every lookup.
 func primeFreshness(t *testing.T, h *harness) {
 	t.Helper()
-	if err := h.reg.fresh.refresh(t.Context()); err != nil {
+	if err := h.reg.fresh.usable(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync"
-	"sync/atomic"
+	"maps"
 	"time"
 
+	"github.com/palmgate/palmgate/core/bounded"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -33,94 +33,58 @@ const revocationRetry = 250 * time.Millisecond
 // of the grant) and in memory: checking a token costs a map lookup, not a store
 // read.
 //
-// Staleness: the set is re-read in the background once it is revocationRefresh old,
-// and a check never answers from a set older than RevocationMaxAge (it reads the
-// store, or fails). This instance's own revocations are in the set at once. So no
-// instance admits a token whose grant another instance revoked more than
-// RevocationMaxAge ago.
+// Staleness (core/bounded): the set is re-read in the background once it is
+// revocationRefresh old, and a check never answers from a set older than
+// RevocationMaxAge (it reads the store, or fails). This instance's own revocations
+// are in the set at once. So no instance admits a token whose grant another
+// instance revoked more than RevocationMaxAge ago.
 type revocations struct {
 	store storage.Store
 	now   func() time.Time
-
-	mu      sync.RWMutex
-	expires map[string]time.Time
-	loaded  time.Time // when the read of the current set started
-
-	refreshing atomic.Bool
-
-	loadMu   sync.Mutex // one foreground read at a time; guards the fields below
-	failedAt time.Time  // of the last failed foreground read
-	failed   error
+	set   *bounded.Value[revokedSet]
 }
+
+// revokedSet maps a revoked grant to when its revocation expires. A set once held
+// is never modified (checks read it without a lock): add copies it.
+type revokedSet map[string]time.Time
 
 func newRevocations(ctx context.Context, store storage.Store, now func() time.Time) (*revocations, error) {
 	r := &revocations{store: store, now: now}
-	return r, r.load(ctx)
+	r.set = bounded.New(bounded.Config[revokedSet]{
+		Load: r.load, Merge: r.merge, Now: now,
+		Refresh: revocationRefresh, MaxAge: RevocationMaxAge, Retry: revocationRetry,
+	})
+	_, err := r.set.Get(ctx)
+	return r, err
 }
 
 // Revoked reports whether grantID was revoked, or an error wrapping
 // storage.ErrUnavailable when the set is older than RevocationMaxAge and cannot be
 // read again.
 func (r *revocations) Revoked(ctx context.Context, grantID string) (bool, error) {
-	now := r.now()
-	r.mu.RLock()
-	age := now.Sub(r.loaded)
-	r.mu.RUnlock()
-	switch {
-	case age >= RevocationMaxAge || age < 0:
-		if err := r.refresh(ctx); err != nil {
-			return false, err
-		}
-	case age >= revocationRefresh && r.refreshing.CompareAndSwap(false, true):
-		go func() {
-			defer r.refreshing.Store(false)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = r.load(ctx) // on failure the old set stays; a check past its bound reads it
-		}()
+	set, err := r.set.Get(ctx)
+	if err != nil {
+		return false, err
 	}
-	r.mu.RLock()
-	exp, ok := r.expires[grantID]
-	r.mu.RUnlock()
-	return ok && now.Before(exp), nil
+	exp, ok := set[grantID]
+	return ok && r.now().Before(exp), nil
 }
 
-// refresh reads the set in the foreground unless another check just did, or just
-// failed to (then its error is answered for revocationRetry).
-func (r *revocations) refresh(ctx context.Context) error {
-	r.loadMu.Lock()
-	defer r.loadMu.Unlock()
-	now := r.now()
-	r.mu.RLock()
-	age := now.Sub(r.loaded)
-	r.mu.RUnlock()
-	if age >= 0 && age < RevocationMaxAge {
-		return nil // read by the check we waited for
-	}
-	if r.failed != nil && now.Sub(r.failedAt) < revocationRetry && !now.Before(r.failedAt) {
-		return r.failed
-	}
-	if err := r.load(ctx); err != nil {
-		err = fmt.Errorf("%w: the revocation set cannot be refreshed: %w", storage.ErrUnavailable, err)
-		if ctx.Err() == nil { // not this caller's own cancellation: answer it to the others too
-			r.failed, r.failedAt = err, now
-		}
-		return err
-	}
-	r.failed = nil
-	return nil
-}
-
-// add records a revocation made by this instance at once.
+// add records a revocation made by this instance at once. It copies the set: a
+// revocation (a logout, a reused code or refresh token) is rare next to the checks,
+// and the set is rebuilt every revocationRefresh anyway.
 func (r *revocations) add(grantID string, until time.Time) {
-	r.mu.Lock()
-	r.expires[grantID] = until
-	r.mu.Unlock()
+	r.set.Update(func(set revokedSet) revokedSet {
+		next := make(revokedSet, len(set)+1)
+		maps.Copy(next, set)
+		next[grantID] = until
+		return next
+	})
 }
 
-func (r *revocations) load(ctx context.Context) error {
-	loadedAt := r.now()
-	fresh := map[string]time.Time{}
+// load reads the set from the store.
+func (r *revocations) load(ctx context.Context) (revokedSet, error) {
+	fresh := revokedSet{}
 	err := r.store.View(ctx, func(txn storage.Txn) error {
 		clear(fresh)
 		prefix := revokedPrefix()
@@ -132,28 +96,21 @@ func (r *revocations) load(ctx context.Context) error {
 		})
 	})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%w: the revocation set cannot be refreshed: %w", storage.ErrUnavailable, err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	// Keep revocations this instance added while the store was being read.
-	for id, exp := range r.expires {
-		if _, ok := fresh[id]; !ok && loadedAt.Before(exp) {
-			fresh[id] = exp
+	return fresh, nil
+}
+
+// merge keeps, in a set just read, the revocations this instance added while the
+// store was being read (nothing is ever un-revoked).
+func (r *revocations) merge(held, loaded revokedSet) revokedSet {
+	now := r.now()
+	for id, exp := range held {
+		if _, ok := loaded[id]; !ok && now.Before(exp) {
+			loaded[id] = exp
 		}
 	}
-	if loadedAt.Before(r.loaded) {
-		// A read that started later has already been installed: keep it, with
-		// what this one found besides (nothing is ever un-revoked).
-		for id, exp := range fresh {
-			if _, ok := r.expires[id]; !ok {
-				r.expires[id] = exp
-			}
-		}
-		return nil
-	}
-	r.expires, r.loaded = fresh, loadedAt
-	return nil
+	return loaded
 }
 
 // putRevoked stores the revocation of grantID until the last access token it could

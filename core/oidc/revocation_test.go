@@ -69,7 +69,7 @@ func TestRevocationsAcrossInstances(t *testing.T) {
 		t.Errorf("within the bound, another grant: revoked %v, %v; want false from the set", ok, err)
 	}
 	h.clock.Advance(time.Millisecond)
-	for other.refreshing.Load() { // a background read the checks above started
+	for other.set.Refreshing() { // a background read the checks above started
 		time.Sleep(time.Millisecond)
 	}
 	before := store.views.Load()

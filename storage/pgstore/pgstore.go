@@ -60,7 +60,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -356,111 +355,6 @@ func (s *Store) Stats() Stats {
 		Grouped: s.grouped.Load(), Groups: s.groups.Load()}
 }
 
-// Update runs fn in a SERIALIZABLE transaction and commits it when fn returns nil.
-// When the transaction fails with a serialization failure or a deadlock (at any
-// statement or at commit, whatever fn returned), fn runs again from scratch in a new
-// transaction after a jittered, exponentially growing pause; after 8 attempts it runs
-// while no other Update of this store does; after 32 attempts in all Update gives up
-// with an error wrapping storage.ErrConflict. A connection lost before the commit
-// was asked for is retried twice on another connection. Errors reaching the database
-// wrap storage.ErrUnavailable. ctx bounds the whole, pauses and the wait for a
-// group (group.go) included; in a group, a context that ends before the group
-// commits makes the Update leave it, committing nothing. fn must not wait for
-// another Update of this store, which may be waiting for fn's group.
-func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
-	if s.obs != nil {
-		defer storage.ObserveSince(s.obs, storage.OpUpdate, time.Now())
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if !s.noGroups {
-		return s.updateGrouped(ctx, fn)
-	}
-	return s.update(ctx, fn)
-}
-
-// update is Update on its own: fn's attempts in transactions of their own.
-func (s *Store) update(ctx context.Context, fn func(storage.Txn) error) error {
-	unavailable := 0
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("pgstore: update: %w", err)
-		}
-		retry, err := s.attempt(ctx, fn, attempt > optimisticAttempts)
-		switch retry {
-		case noRetry:
-			return err
-		case retryUnavailable:
-			if unavailable++; unavailable > maxUnavailableRetries {
-				return err
-			}
-		case retryConflict:
-			if attempt >= s.maxAttempts {
-				s.conflicts.Add(1)
-				return fmt.Errorf("pgstore: update still conflicting after %d attempts: %w: %w",
-					s.maxAttempts, storage.ErrConflict, err)
-			}
-			s.conflictRetry()
-		}
-		s.retries.Add(1)
-		if err := sleep(ctx, backoff(attempt)); err != nil {
-			return fmt.Errorf("pgstore: update: %w", err)
-		}
-	}
-}
-
-// retryKind says whether and why an attempt should be run again.
-type retryKind int
-
-const (
-	noRetry retryKind = iota
-	retryConflict
-	retryUnavailable
-)
-
-// Transactions begin with these statements (sent with their first statement).
-const (
-	beginUpdate = `BEGIN ISOLATION LEVEL SERIALIZABLE`
-	beginView   = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
-)
-
-// attempt runs fn once in a new SERIALIZABLE transaction and commits it.
-func (s *Store) attempt(ctx context.Context, fn func(storage.Txn) error, exclusive bool) (retryKind, error) {
-	if exclusive {
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-	} else {
-		s.writeMu.RLock()
-		defer s.writeMu.RUnlock()
-	}
-	tx, err := s.newTxn(ctx, beginUpdate, false)
-	if err != nil {
-		return retryOf(err), err
-	}
-	defer tx.end()
-	fnErr := fn(tx)
-	tx.done = true
-	if tx.err != nil {
-		// The transaction failed at a statement and is aborted, whatever fn made of
-		// the error: retry it, or report the failure rather than what fn returned.
-		return retryOf(tx.err), tx.err
-	}
-	if fnErr != nil {
-		return noRetry, fnErr
-	}
-	if err := tx.commit(); err != nil {
-		if errors.Is(err, storage.ErrUnavailable) {
-			// The commit may have happened: running fn again could apply it twice.
-			return noRetry, fmt.Errorf("%w (the transaction may or may not have committed)", err)
-		}
-		return retryOf(err), err
-	}
-	return noRetry, nil
-}
-
 // newTxn returns a transaction on a connection from the pool, to begin with the
 // statement begin.
 func (s *Store) newTxn(ctx context.Context, begin string, readOnly bool) (*txn, error) {
@@ -480,105 +374,6 @@ func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 		return nil, s.wrap(ctx, "connect", err)
 	}
 	return conn, nil
-}
-
-// retryOf says whether an error wrapped by wrap is worth another attempt: a
-// serialization failure or deadlock, or a lost connection (which another one from the
-// pool may replace), but not a timeout or an overloaded server, which retrying would
-// only make slower to report.
-func retryOf(err error) retryKind {
-	switch {
-	case errors.Is(err, errRetryable):
-		return retryConflict
-	case errors.Is(err, storage.ErrUnavailable) && connectionLost(err):
-		return retryUnavailable
-	}
-	return noRetry
-}
-
-// View runs fn in a REPEATABLE READ, READ ONLY transaction: one snapshot of the
-// database for the whole of fn. Set and Delete inside it return an error. fn runs
-// once; a connection lost before its first read was answered is replaced by another.
-func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
-	if s.obs != nil {
-		defer storage.ObserveSince(s.obs, storage.OpView, time.Now())
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("pgstore: view: %w", err)
-	}
-	tx, err := s.newTxn(ctx, beginView, true)
-	if err != nil {
-		return err
-	}
-	defer tx.end()
-	fnErr := fn(tx)
-	tx.done = true
-	if tx.err != nil {
-		if errors.Is(tx.err, errRetryable) {
-			return fmt.Errorf("%w: %w", storage.ErrConflict, tx.err)
-		}
-		return tx.err
-	}
-	if fnErr != nil {
-		return fnErr
-	}
-	// Ending a read-only transaction commits nothing; its failure (a connection
-	// lost after fn read everything) changes nothing either.
-	tx.commit()
-	return nil
-}
-
-// ReadKey returns the value of key, or storage.ErrNotFound, with one statement
-// outside a transaction (a snapshot of its own): what a View with one Get returns,
-// in one round trip instead of two. A connection lost before the answer is
-// replaced by another, as for a View.
-func (s *Store) ReadKey(ctx context.Context, key []byte) ([]byte, error) {
-	if s.obs != nil {
-		defer storage.ObserveSince(s.obs, storage.OpReadKey, time.Now())
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, ErrClosed
-	}
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("pgstore: read: %w", err)
-		}
-		v, err := s.readKey(ctx, key)
-		if err == nil || errors.Is(err, storage.ErrNotFound) {
-			return v, err
-		}
-		if retryOf(err) != retryUnavailable || attempt > maxUnavailableRetries {
-			return nil, err
-		}
-		s.retries.Add(1)
-		if err := sleep(ctx, backoff(attempt)); err != nil {
-			return nil, fmt.Errorf("pgstore: read: %w", err)
-		}
-	}
-}
-
-func (s *Store) readKey(ctx context.Context, key []byte) ([]byte, error) {
-	bctx, cancel := s.bound(ctx)
-	defer cancel()
-	s.roundTrips.Add(1)
-	var v []byte
-	switch err := s.pool.QueryRow(bctx, sqlGet, key).Scan(&v); {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, storage.ErrNotFound
-	case err != nil:
-		return nil, s.wrap(ctx, "read", err)
-	}
-	if v == nil {
-		v = []byte{}
-	}
-	return v, nil
 }
 
 // Close stops the sweeper and closes the connections, after waiting for the
@@ -623,22 +418,4 @@ func (s *Store) rollback(ptx pgx.Tx) {
 	ctx, cancel := s.bound(context.Background())
 	defer cancel()
 	ptx.Rollback(ctx)
-}
-
-// backoff returns the pause before attempt+1 after attempt failed.
-func backoff(attempt int) time.Duration {
-	ceiling := min(minBackoff<<min(attempt-1, 16), maxBackoff)
-	return minBackoff/2 + rand.N(ceiling)
-}
-
-// sleep pauses for d or until ctx is done, whichever comes first.
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
