@@ -44,9 +44,23 @@ type revocations struct {
 	set   *bounded.Value[revokedSet]
 }
 
-// revokedSet maps a revoked grant to when its revocation expires. A set once held
-// is never modified (checks read it without a lock): add copies it.
-type revokedSet map[string]time.Time
+// revokedSet is the set of revoked grants, each with when its revocation expires:
+// read is the set as last read from the store, recent this instance's own
+// revocations since. A set once held is never modified (checks read it without a
+// lock): add copies recent alone, which holds only the revocations of the last
+// read's interval, so a revocation costs a copy of a few entries, not of the set.
+type revokedSet struct {
+	read, recent map[string]time.Time
+}
+
+// expiry returns when grantID's revocation expires, if it was revoked.
+func (s revokedSet) expiry(grantID string) (time.Time, bool) {
+	if exp, ok := s.recent[grantID]; ok {
+		return exp, true
+	}
+	exp, ok := s.read[grantID]
+	return exp, ok
+}
 
 func newRevocations(ctx context.Context, store storage.Store, now func() time.Time) (*revocations, error) {
 	r := &revocations{store: store, now: now}
@@ -66,25 +80,23 @@ func (r *revocations) Revoked(ctx context.Context, grantID string) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	exp, ok := set[grantID]
+	exp, ok := set.expiry(grantID)
 	return ok && r.now().Before(exp), nil
 }
 
-// add records a revocation made by this instance at once. It copies the set: a
-// revocation (a logout, a reused code or refresh token) is rare next to the checks,
-// and the set is rebuilt every revocationRefresh anyway.
+// add records a revocation made by this instance at once.
 func (r *revocations) add(grantID string, until time.Time) {
 	r.set.Update(func(set revokedSet) revokedSet {
-		next := make(revokedSet, len(set)+1)
-		maps.Copy(next, set)
-		next[grantID] = until
-		return next
+		recent := make(map[string]time.Time, len(set.recent)+1)
+		maps.Copy(recent, set.recent)
+		recent[grantID] = until
+		return revokedSet{read: set.read, recent: recent}
 	})
 }
 
 // load reads the set from the store.
 func (r *revocations) load(ctx context.Context) (revokedSet, error) {
-	fresh := revokedSet{}
+	fresh := map[string]time.Time{}
 	err := r.store.View(ctx, func(txn storage.Txn) error {
 		clear(fresh)
 		prefix := revokedPrefix()
@@ -96,18 +108,19 @@ func (r *revocations) load(ctx context.Context) (revokedSet, error) {
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: the revocation set cannot be refreshed: %w", storage.ErrUnavailable, err)
+		return revokedSet{}, fmt.Errorf("%w: the revocation set cannot be refreshed: %w", storage.ErrUnavailable, err)
 	}
-	return fresh, nil
+	return revokedSet{read: fresh}, nil
 }
 
-// merge keeps, in a set just read, the revocations this instance added while the
-// store was being read (nothing is ever un-revoked).
+// merge keeps, in a set just read, the revocations this instance added that the
+// read may have missed (those it made while the store was being read; nothing is
+// ever un-revoked), and starts recent anew.
 func (r *revocations) merge(held, loaded revokedSet) revokedSet {
 	now := r.now()
-	for id, exp := range held {
-		if _, ok := loaded[id]; !ok && now.Before(exp) {
-			loaded[id] = exp
+	for id, exp := range held.recent {
+		if _, ok := loaded.read[id]; !ok && now.Before(exp) {
+			loaded.read[id] = exp
 		}
 	}
 	return loaded

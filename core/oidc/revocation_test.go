@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/palmgate/palmgate/core/bounded"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -101,5 +103,35 @@ func TestRevocationsAcrossInstances(t *testing.T) {
 	}
 	if ok, err := revoked(); !ok || err != nil {
 		t.Errorf("after a cancelled check: revoked %v, %v; want true (its failure is not answered to others)", ok, err)
+	}
+}
+
+// BenchmarkRevocationAdd: a revocation costs a copy of this interval's own
+// revocations, not of the whole set (10,000 revoked grants held here).
+func BenchmarkRevocationAdd(b *testing.B) {
+	r := &revocations{now: time.Now}
+	read := make(map[string]time.Time, 10000)
+	for i := range 10000 {
+		read[strconv.Itoa(i)] = time.Now().Add(time.Hour)
+	}
+	r.set = bounded.New(bounded.Config[revokedSet]{
+		Load:  func(context.Context) (revokedSet, error) { return revokedSet{read: read}, nil },
+		Merge: r.merge, Now: time.Now, Refresh: time.Hour, MaxAge: time.Hour, Retry: time.Second,
+	})
+	if _, err := r.set.Get(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if i%100 == 0 { // a read every 100 revocations starts recent anew
+			b.StopTimer()
+			r.set = bounded.New(bounded.Config[revokedSet]{
+				Load:  func(context.Context) (revokedSet, error) { return revokedSet{read: read}, nil },
+				Merge: r.merge, Now: time.Now, Refresh: time.Hour, MaxAge: time.Hour, Retry: time.Second,
+			})
+			_, _ = r.set.Get(context.Background())
+			b.StartTimer()
+		}
+		r.add("g"+strconv.Itoa(i), time.Now().Add(time.Hour))
 	}
 }
