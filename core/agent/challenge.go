@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"filippo.io/edwards25519"
+	"filippo.io/edwards25519/field"
 
 	"github.com/palmgate/palmgate/core/jsonobject"
 )
@@ -223,13 +224,27 @@ func checkedPoint(key ed25519.PublicKey) (*edwards25519.Point, error) {
 	if err != nil {
 		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not a point of edwards25519")
 	}
-	if !bytes.Equal(p.Bytes(), key) {
+	if enc := affineBytes(p); !bytes.Equal(enc[:], key) {
 		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not canonically encoded")
 	}
 	if new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1 {
 		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is a point of small order, under which signatures can be forged")
 	}
 	return p.Negate(p), nil
+}
+
+// affineBytes is p.Bytes() for a point SetBytes decoded, whose Z is 1: the
+// encoding of y with the sign of x, without the field inversion (about a
+// twentieth of a signature verification) that Bytes spends dividing by Z.
+// Any other point is Bytes' to encode.
+func affineBytes(p *edwards25519.Point) (out [32]byte) {
+	X, Y, Z, _ := p.ExtendedCoordinates()
+	if Z.Equal(new(field.Element).One()) != 1 {
+		return [32]byte(p.Bytes())
+	}
+	copy(out[:], Y.Bytes())
+	out[31] |= byte(X.IsNegative() << 7)
+	return out
 }
 
 // EncodePublicKey is the canonical form of a key: standard base64 of its DER SPKI.
