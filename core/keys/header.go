@@ -7,7 +7,8 @@ import (
 )
 
 // headerSegmentsMax bounds the headers a Set remembers: an algorithm, a key id
-// and a typ each, a few per active key; past it, headers are encoded each time.
+// and a typ each, a few per active key. When full (after many rotations), it
+// starts again empty, so that a new key's headers are always remembered.
 const headerSegmentsMax = 64
 
 // headerSegments remembers the first segment of the tokens Sign makes, the
@@ -42,8 +43,9 @@ func (h *headerSegments) segment(alg, kid, typ string) (string, error) {
 	if h.m == nil {
 		h.m = make(map[headerID]string)
 	}
-	if len(h.m) < headerSegmentsMax {
-		h.m[id] = seg
+	if len(h.m) >= headerSegmentsMax {
+		clear(h.m) // rotated keys' headers, mostly: the active ones come back at once
 	}
+	h.m[id] = seg
 	return seg, nil
 }

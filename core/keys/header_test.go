@@ -51,17 +51,22 @@ func TestSignAsGolangJWT(t *testing.T) {
 	}
 }
 
-// TestHeaderSegmentsBounded: past headerSegmentsMax, headers are encoded each
-// time and not remembered.
+// TestHeaderSegmentsBounded: the headers remembered never exceed
+// headerSegmentsMax, and the newest one is always among them (a key made after
+// many rotations is not left out).
 func TestHeaderSegmentsBounded(t *testing.T) {
 	var h headerSegments
-	for i := range headerSegmentsMax + 10 {
-		seg, err := h.segment(ES256, "kid", strings.Repeat("t", i+1))
+	for i := range 3 * headerSegmentsMax {
+		typ := strings.Repeat("t", i+1)
+		seg, err := h.segment(ES256, "kid", typ)
 		if err != nil || seg == "" {
 			t.Fatalf("segment %d: %q, %v", i, seg, err)
 		}
-	}
-	if len(h.m) != headerSegmentsMax {
-		t.Errorf("%d headers remembered, want %d", len(h.m), headerSegmentsMax)
+		if len(h.m) > headerSegmentsMax {
+			t.Fatalf("%d headers remembered, more than %d", len(h.m), headerSegmentsMax)
+		}
+		if _, ok := h.m[headerID{ES256, "kid", typ}]; !ok {
+			t.Fatalf("header %d not remembered", i)
+		}
 	}
 }
