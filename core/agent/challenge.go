@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"filippo.io/edwards25519"
+	"filippo.io/edwards25519/field"
 
 	"github.com/palmgate/palmgate/core/jsonobject"
 )
@@ -35,6 +36,12 @@ type Challenge struct {
 	Message   string
 	Signature []byte
 	Timestamp int64
+
+	// minusA is the negated point of the key the parse checked, whose bytes
+	// were minusAOf: verify uses it, with no second key check or lookup, while
+	// PublicKey still holds those bytes. nil for a Challenge built by other means.
+	minusA   *edwards25519.Point
+	minusAOf [ed25519.PublicKeySize]byte
 }
 
 // wireChallenge is the JSON body; pointers tell a missing field from a zero one.
@@ -50,12 +57,14 @@ type wireChallenge struct {
 // present with the right types, a bounded printable deviceId, an Ed25519 key as
 // base64 DER SPKI and a 64-byte base64 signature.
 func ParseChallenge(body []byte) (*Challenge, error) {
-	return parseChallenge(body, CheckPublicKey)
+	return parseChallenge(body, checkedPoint)
 }
 
-// parseChallenge is ParseChallenge with checkKey as the key check
-// (CheckPublicKey, or a Service's memory of the keys it accepted).
-func parseChallenge(body []byte, checkKey func(ed25519.PublicKey) error) (*Challenge, error) {
+// parseChallenge is ParseChallenge with keyPoint as the key check (checkedPoint,
+// or a Service's memory of the keys it accepted, validKeys.point). The point it
+// returns goes with the Challenge to its verification: a key is checked, or
+// looked up, once a request.
+func parseChallenge(body []byte, keyPoint func(ed25519.PublicKey) (*edwards25519.Point, error)) (*Challenge, error) {
 	// encoding/json silently replaces invalid UTF-8 in strings with U+FFFD, which
 	// would register (or verify) a deviceId or message other than the one sent.
 	if !utf8.Valid(body) {
@@ -95,7 +104,11 @@ func parseChallenge(body []byte, checkKey func(ed25519.PublicKey) error) (*Chall
 	if *w.Message == "" || len(*w.Message) > MaxMessageLen || !utf8.ValidString(*w.Message) {
 		return nil, invalid(CodeInvalidField, "message", "message must be 1 to %d bytes of UTF-8", MaxMessageLen)
 	}
-	key, err := parsePublicKey(*w.PublicKey, checkKey)
+	key, err := decodePublicKey(*w.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	minusA, err := keyPoint(key)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +119,10 @@ func parseChallenge(body []byte, checkKey func(ed25519.PublicKey) error) (*Chall
 	if *w.Timestamp <= 0 {
 		return nil, invalid(CodeInvalidField, "timestamp", "timestamp must be positive milliseconds since the Unix epoch")
 	}
-	return &Challenge{DeviceID: *w.DeviceID, PublicKey: key, Message: *w.Message, Signature: sig, Timestamp: *w.Timestamp}, nil
+	return &Challenge{
+		DeviceID: *w.DeviceID, PublicKey: key, Message: *w.Message, Signature: sig, Timestamp: *w.Timestamp,
+		minusA: minusA, minusAOf: [ed25519.PublicKeySize]byte(key),
+	}, nil
 }
 
 // ValidateDeviceID checks that id is 1 to MaxDeviceIDLen bytes of printable UTF-8.
@@ -127,11 +143,7 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 }
 
 func parsePublicKey(s string, checkKey func(ed25519.PublicKey) error) (ed25519.PublicKey, error) {
-	der, err := decodeBase64(s)
-	if err != nil {
-		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not base64")
-	}
-	edKey, err := parseSPKI(der)
+	edKey, err := decodePublicKey(s)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +151,15 @@ func parsePublicKey(s string, checkKey func(ed25519.PublicKey) error) (ed25519.P
 		return nil, err
 	}
 	return edKey, nil
+}
+
+// decodePublicKey is ParsePublicKey without the key check.
+func decodePublicKey(s string) (ed25519.PublicKey, error) {
+	der, err := decodeBase64(s)
+	if err != nil {
+		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not base64")
+	}
+	return parseSPKI(der)
 }
 
 // ed25519SPKIPrefix is the DER of an Ed25519 SubjectPublicKeyInfo before its 32
@@ -203,13 +224,27 @@ func checkedPoint(key ed25519.PublicKey) (*edwards25519.Point, error) {
 	if err != nil {
 		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not a point of edwards25519")
 	}
-	if !bytes.Equal(p.Bytes(), key) {
+	if enc := affineBytes(p); !bytes.Equal(enc[:], key) {
 		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is not canonically encoded")
 	}
 	if new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1 {
 		return nil, invalid(CodeInvalidPublicKey, "publicKey", "publicKey is a point of small order, under which signatures can be forged")
 	}
 	return p.Negate(p), nil
+}
+
+// affineBytes is p.Bytes() for a point SetBytes decoded, whose Z is 1: the
+// encoding of y with the sign of x, without the field inversion (about a
+// twentieth of a signature verification) that Bytes spends dividing by Z.
+// Any other point is Bytes' to encode.
+func affineBytes(p *edwards25519.Point) (out [32]byte) {
+	X, Y, Z, _ := p.ExtendedCoordinates()
+	if Z.Equal(new(field.Element).One()) != 1 {
+		return [32]byte(p.Bytes())
+	}
+	copy(out[:], Y.Bytes())
+	out[31] |= byte(X.IsNegative() << 7)
+	return out
 }
 
 // EncodePublicKey is the canonical form of a key: standard base64 of its DER SPKI.
@@ -241,11 +276,16 @@ func (c *Challenge) Verify() bool {
 }
 
 // verify is Verify with keyPoint as the key check, which returns the key's
-// negated point (validKeys.point remembers it).
+// negated point (validKeys.point remembers it); a Challenge that its parse
+// checked already, and whose PublicKey is still the key checked, takes the
+// point the parse found.
 func (c *Challenge) verify(keyPoint func(ed25519.PublicKey) (*edwards25519.Point, error)) bool {
-	minusA, err := keyPoint(c.PublicKey)
-	if err != nil {
-		return false
+	minusA := c.minusA
+	if minusA == nil || len(c.PublicKey) != ed25519.PublicKeySize || [ed25519.PublicKeySize]byte(c.PublicKey) != c.minusAOf {
+		var err error
+		if minusA, err = keyPoint(c.PublicKey); err != nil {
+			return false
+		}
 	}
 	return verifyPoint(minusA, c.PublicKey, []byte(c.Message), c.Signature)
 }

@@ -16,10 +16,11 @@ func (s *Service) InitRequest(ctx context.Context, body []byte, address string) 
 }
 
 // VerifySignatureRequest is the signature verification endpoint: the body parsed
-// and checked (ParseChallenge, the key's check remembered for a key seen before),
+// and checked (ParseChallenge, the key's check remembered for a key seen before,
+// and its point carried to the verification: one lookup of the key a request),
 // then VerifySignature.
 func (s *Service) VerifySignatureRequest(ctx context.Context, body []byte) (*SignatureCheck, error) {
-	c, err := parseChallenge(body, s.validKeys.check)
+	c, err := parseChallenge(body, s.validKeys.point)
 	if err != nil {
 		return nil, err
 	}

@@ -169,3 +169,37 @@ func TestKnownKeyParsesCheaply(t *testing.T) {
 		t.Errorf("parsing a remembered key allocates %.0f times, want at most 1 (the base64 decoding)", n)
 	}
 }
+
+// TestParsedPointFollowsTheKey: a parsed Challenge carries its key's point to its
+// verification (one key lookup a request), but only while PublicKey still holds
+// the key the parse checked: a Challenge whose key is replaced afterwards is
+// verified, and checked, under its new key, never with the old key's point.
+func TestParsedPointFollowsTheKey(t *testing.T) {
+	h := newHarness(t)
+	a := newTestAgent(t, "first", "first-key")
+	b := newTestAgent(t, "second", "second-key")
+	f := a.fields("m", 1)
+	f["signature"] = base64.StdEncoding.EncodeToString(ed25519.Sign(b.priv, []byte("m"))) // b signed it
+	for name, parse := range map[string]func([]byte) (*Challenge, error){
+		"ParseChallenge": ParseChallenge,
+		"the registry's parse": func(body []byte) (*Challenge, error) {
+			return parseChallenge(body, h.reg.validKeys.point)
+		},
+	} {
+		c, err := parse(mustJSON(t, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Verify() || c.verify(h.reg.validKeys.point) {
+			t.Fatalf("%s: b's signature verified under a's key", name)
+		}
+		c.PublicKey = bytes.Clone(b.pub)
+		if !c.Verify() || !c.verify(h.reg.validKeys.point) {
+			t.Errorf("%s: after the key is replaced by b's, b's signature does not verify (the old key's point used)", name)
+		}
+		copy(c.PublicKey, a.pub) // in place
+		if c.Verify() || c.verify(h.reg.validKeys.point) {
+			t.Errorf("%s: b's signature verified under a's key again", name)
+		}
+	}
+}

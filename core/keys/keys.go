@@ -98,6 +98,8 @@ type Set struct {
 	byKID    map[string]*Key
 	tried    time.Time // of the last reload for an unknown key id
 	triedErr error     // of that reload
+
+	headers headerSegments // Sign's encoded JOSE headers
 }
 
 // Generator makes a new private key for alg (one of Algorithms).
@@ -371,14 +373,18 @@ func (s *Set) Sign(alg, typ string, claims jwt.Claims) (string, error) {
 	if k == nil {
 		return "", fmt.Errorf("no active %s key", alg)
 	}
-	t := jwt.NewWithClaims(k.Method(), claims)
-	t.Header["kid"] = k.ID
-	t.Header["typ"] = typ
-	signing, err := t.SigningString()
+	// golang-jwt's Token.SigningString, with the header encoded once (header.go).
+	method := k.Method()
+	header, err := s.headers.segment(method.Alg(), k.ID, typ)
 	if err != nil {
 		return "", fmt.Errorf("encoding %s token: %w", alg, err)
 	}
-	sig, err := t.Method.Sign(signing, k.Private)
+	body, err := json.Marshal(claims)
+	if err != nil {
+		return "", fmt.Errorf("encoding %s token: %w", alg, err)
+	}
+	signing := header + "." + base64.RawURLEncoding.EncodeToString(body)
+	sig, err := method.Sign(signing, k.Private)
 	if err != nil {
 		return "", fmt.Errorf("signing %s token: %w", alg, err)
 	}
