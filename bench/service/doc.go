@@ -6,7 +6,10 @@
 //  1. POST /v1/agent/verify/signature (a registered and an unregistered device)
 //     against a minimal net/http server of no palmgate code doing the same
 //     JSON decoding and the one ed25519.Verify, with the raw ed25519.Verify rate
-//     beside both;
+//     beside both; and against the same minimal handler as a Caddy module
+//     (bench/minimalcaddy) in the bench's own build of Caddy, the same site
+//     shape as palmgate's (scenario minimal-caddy: the binary is built into a
+//     temporary directory, or taken from PALMGATE_BENCH_CADDY_MINIMAL);
 //  2. device and public-key lookups and the leaderboard, on a store seeded with
 //     100k humans and 1M agents, against Caddy's static `respond` (of a body as
 //     long as the leaderboard's for the leaderboard);

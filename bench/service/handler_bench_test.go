@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palmgate/palmgate/bench/minimal"
 	"github.com/palmgate/palmgate/core/agent"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/edge"
@@ -19,7 +20,7 @@ import (
 
 // BenchmarkHandler measures verify/signature's handler alone, in this process,
 // with no connection, no HTTP parsing and no Caddy: the minimal server's handler
-// (minimalHandler) against palmgate's edge.Server, on the same bodies of
+// (bench/minimal) against palmgate's edge.Server, on the same bodies of
 // registered agents whose keys palmgate has seen (its caches warm, as in the
 // steady state of the load script's verify-reg). "interleaved" runs the two in
 // turn and times each by its thread's CPU time, the figure a shared machine
@@ -48,7 +49,7 @@ func BenchmarkHandler(b *testing.B) {
 		h    http.Handler
 		want string
 	}{
-		{"minimal", minimalHandler(), `{"verified":true,"registered":false}` + "\n"},
+		{"minimal", minimal.Handler(), `{"verified":true,"registered":false}` + "\n"},
 		{"palmgate", pg, `{"verified":true,"registered":true}` + "\n"},
 	}
 	serve := func(h http.Handler, body []byte, w *discardWriter) {

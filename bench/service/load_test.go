@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palmgate/palmgate/bench/minimal"
 	"github.com/palmgate/palmgate/internal/loadgen"
 )
 
@@ -75,7 +76,7 @@ type scenario struct {
 	name, group, what string
 	unit              string // what one operation is
 	workers           int
-	server            string // whose CPU serves it: "caddy", "self" (this process), "minproc"
+	server            string // whose CPU serves it: "caddy", "self" (this process), "minproc", "mincaddy" (caddy-minimal)
 	prepare           func(round int) error
 	setup             func(w int) (op func() error, done func(), err error)
 }
@@ -103,8 +104,15 @@ func TestServiceLoad(t *testing.T) {
 	}
 	cfg := SeedConfig{Humans: *seedHumansFlag, Agents: *seedAgentsFlag}
 	s := startSite(t, cfg, *loadAttestor)
-	minimal := startMinimal(t)
+	minHost := startMinimal(t)
 	minProc, minPID := startMinimalProcess(t)
+	if err := minimal.Check(postTo("http://" + minProc)); err != nil {
+		t.Fatalf("the minimal server's process does not answer as palmgate does: %v", err)
+	}
+	var mc minimalCaddy // only when its scenario runs: its binary is built first
+	if selected("minimal-caddy") {
+		mc = startMinimalCaddy(t)
+	}
 	sign := newSigner(t)
 	commit, storeCommit := badgerCommits(t), storeCommits(t)
 	run := randHex(3)
@@ -189,11 +197,14 @@ func TestServiceLoad(t *testing.T) {
 			what: fmt.Sprintf("raw ed25519.Verify, %d goroutines in this process", procs()), setup: inproc(verifyOp(t))},
 		{name: "minimal", group: "verify", unit: "req", workers: nc, server: "self",
 			what:  "minimal net/http server in this process: POST verify/signature (encoding/json, base64, x509, ed25519.Verify)",
-			setup: fixed(minimal, posts(minimal, regBodies), nc)},
+			setup: fixed(minHost, posts(minHost, regBodies), nc)},
 		{name: "minimal-proc", group: "verify", unit: "req", workers: nc, server: "minproc",
 			what: "the same minimal server in a process of its own", setup: fixed(minProc, posts(minProc, regBodies), nc)},
 		{name: "ok-proc", group: "verify", unit: "req", workers: nc, server: "minproc",
 			what: "the minimal server's own process: GET /static, answered as Caddy's `respond \"ok\"` is", setup: fixed(minProc, [][]byte{loadgen.GetRequest(minProc, "/static")}, nc)},
+		{name: "minimal-caddy", group: "verify", unit: "req", workers: nc, server: "mincaddy",
+			what:  "the same minimal handler as a Caddy module (bench/minimalcaddy) in the bench's own Caddy, palmgate's site shape: POST verify/signature",
+			setup: fixed(mc.host, posts(mc.host, regBodies), nc)},
 		{name: "verify-reg", group: "verify", unit: "req", workers: nc, server: "caddy",
 			what: "palmgate POST /v1/agent/verify/signature, registered device", setup: fixed(s.host, posts(s.host, regBodies), nc)},
 		{name: "verify-unreg", group: "verify", unit: "req", workers: nc, server: "caddy",
@@ -245,7 +256,11 @@ func TestServiceLoad(t *testing.T) {
 	}
 
 	scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !selected(sc.name) })
-	pids := map[string]int{"caddy": s.pid, "minproc": minPID}
+	pids := map[string]int{"caddy": s.pid, "minproc": minPID, "mincaddy": mc.pid}
+	admins := map[string]string{"caddy": s.AdminAddr}
+	if mc.Server != nil {
+		admins["mincaddy"] = mc.AdminAddr
+	}
 
 	results := map[string][]result{}
 	for r := range *loadRounds {
@@ -267,7 +282,7 @@ func TestServiceLoad(t *testing.T) {
 			if *loadProfile != "" && r == *loadRounds-1 {
 				profile = filepath.Join(*loadProfile, sc.name+".pprof")
 			}
-			res, err := runScenario(sc, pids[sc.server], s.AdminAddr, profile)
+			res, err := runScenario(sc, pids[sc.server], admins[sc.server], profile)
 			if err != nil {
 				t.Fatalf("round %d, %s: %v", r+1, sc.name, err)
 			}
@@ -352,8 +367,8 @@ func runScenario(sc scenario, serverPID int, admin, profile string) (result, err
 	return result{Result: res, otherCores: res.OtherCores(res.ProcessCPU+res.SelfCPU, res.After.At.Sub(res.Before.At))}, nil
 }
 
-// takeProfile saves a CPU profile of the server of the scenario: caddy's from
-// its admin endpoint, this process's with runtime/pprof.
+// takeProfile saves a CPU profile of the server of the scenario: caddy's (or
+// caddy-minimal's) from its admin endpoint, this process's with runtime/pprof.
 func takeProfile(server, admin, path string, d time.Duration) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -371,7 +386,7 @@ func takeProfile(server, admin, path string, d time.Duration) error {
 		time.Sleep(d)
 		pprof.StopCPUProfile()
 		return nil
-	case "caddy":
+	case "caddy", "mincaddy":
 		return loadgen.FetchProfile(admin, max(1, int(d.Seconds())), path)
 	}
 	return nil

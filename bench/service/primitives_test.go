@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -25,86 +21,21 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 
-	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/bench/minimal"
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 )
 
-// minimalHandler is the minimal server of goal 1: what a plain net/http service
-// answering verify/signature must do, and nothing of palmgate's. It reads the
-// bounded application/json body, decodes it with encoding/json, decodes the
-// base64 key and signature, parses the DER SPKI key with crypto/x509, runs the
-// one ed25519.Verify and answers the same JSON with the same headers. It uses
-// no palmgate code, so that palmgate's own checks (exact JSON keys, strict key
-// validation, the registry read) count against palmgate, and a speed-up of
-// core/agent does not speed the baseline up with it. registered is always
-// false: it has no store.
-func minimalHandler() http.Handler {
-	type challenge struct {
-		DeviceID  *string `json:"deviceId"`
-		PublicKey *string `json:"publicKey"`
-		Message   *string `json:"message"`
-		Signature *string `json:"signature"`
-		Timestamp *int64  `json:"timestamp"`
-	}
-	mux := http.NewServeMux()
-	// GET /static answers as Caddy's `respond "ok" 200` does: the two together
-	// (scenarios ok-proc and static) measure what Caddy itself costs a request.
-	mux.HandleFunc("GET /static", func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Type", "text/plain; charset=utf-8")
-		h.Set("Server", "Caddy")
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, "ok")
-	})
-	mux.HandleFunc("POST /v1/agent/verify/signature", func(w http.ResponseWriter, r *http.Request) {
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var c challenge
-		if err := json.Unmarshal(body, &c); err != nil || c.DeviceID == nil || c.PublicKey == nil ||
-			c.Message == nil || c.Signature == nil || c.Timestamp == nil {
-			http.Error(w, "bad challenge", http.StatusBadRequest)
-			return
-		}
-		der, err1 := base64.StdEncoding.DecodeString(*c.PublicKey)
-		sig, err2 := base64.StdEncoding.DecodeString(*c.Signature)
-		if err1 != nil || err2 != nil || len(sig) != ed25519.SignatureSize {
-			http.Error(w, "bad base64", http.StatusBadRequest)
-			return
-		}
-		key, err := x509.ParsePKIXPublicKey(der)
-		edKey, ok := key.(ed25519.PublicKey)
-		if err != nil || !ok {
-			http.Error(w, "not an Ed25519 key", http.StatusBadRequest)
-			return
-		}
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(http.StatusOK)
-		_ = json.NewEncoder(w).Encode(agent.SignatureCheck{Verified: ed25519.Verify(edKey, []byte(*c.Message), sig)})
-	})
-	return mux
-}
-
-// startMinimal serves minimalHandler in this process on a free port.
+// startMinimal serves the minimal server (bench/minimal) in this process on a free port.
 func startMinimal(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: minimalHandler()}
+	srv := &http.Server{Handler: minimal.Handler()}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return l.Addr().String()
@@ -115,7 +46,7 @@ func startMinimal(t testing.TB) string {
 const minimalProcessEnv = "PALMGATE_BENCH_MINIMAL_ADDR_FILE"
 
 // TestMinimalServerProcess is not a test: run by startMinimalProcess with
-// minimalProcessEnv set, it serves minimalHandler in a process of its own (as
+// minimalProcessEnv set, it serves the minimal server in a process of its own (as
 // Caddy runs in its own) until its stdin closes.
 func TestMinimalServerProcess(t *testing.T) {
 	file := os.Getenv(minimalProcessEnv)
@@ -126,7 +57,7 @@ func TestMinimalServerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: minimalHandler()}
+	srv := &http.Server{Handler: minimal.Handler()}
 	go srv.Serve(l)
 	if err := os.WriteFile(file, []byte(l.Addr().String()), 0o600); err != nil {
 		t.Fatal(err)
@@ -298,27 +229,19 @@ func freshKeyCommits(commit func(key, value []byte) error) func() error {
 	return func() error { return commit(fmt.Appendf(nil, "bench/%016x", seq.Add(1)), value) }
 }
 
-// TestMinimalServer: the baseline answers as palmgate does, verified true for a
-// good signature and false for another message, 400 for a body it cannot read.
+// TestMinimalServer: the baseline answers as palmgate does (minimal.Check),
+// verified true for a good signature and false for another message, 400 for a
+// body it cannot read.
 func TestMinimalServer(t *testing.T) {
-	cfg := SeedConfig{Humans: 1, Agents: 1}
-	reg, _ := verifyBodies(cfg, cfg.Owners(), 1, 0, 0)
-	h := minimalHandler()
-	post := func(body []byte) (int, string) {
+	h := minimal.Handler()
+	err := minimal.Check(func(body []byte) (int, http.Header, []byte, error) {
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest("POST", "/v1/agent/verify/signature", bytes.NewReader(body))
+		req := httptest.NewRequest("POST", minimal.VerifyPath, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		h.ServeHTTP(rec, req)
-		return rec.Code, strings.TrimSpace(rec.Body.String())
-	}
-	if code, body := post(reg[0]); code != 200 || body != `{"verified":true,"registered":false}` {
-		t.Errorf("good signature: %d %s", code, body)
-	}
-	other := bytes.Replace(reg[0], []byte(`"message":"bench`), []byte(`"message":"Bench`), 1)
-	if code, body := post(other); code != 200 || body != `{"verified":false,"registered":false}` {
-		t.Errorf("another message: %d %s", code, body)
-	}
-	if code, _ := post([]byte(`{"deviceId":"d"}`)); code != 400 {
-		t.Errorf("missing fields: %d", code)
+		return rec.Code, rec.Header(), rec.Body.Bytes(), nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }

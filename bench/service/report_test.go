@@ -17,7 +17,7 @@ var baselines = map[string]struct {
 }{
 	"minimal-proc": {"minimal", 1}, "verify-reg": {"minimal", 1}, "verify-unreg": {"minimal", 1},
 	"device": {"static", 1}, "public-key": {"static", 1}, "leaderboard": {"static-board", 1},
-	"static":   {"ok-proc", 1},
+	"static": {"ok-proc", 1}, "minimal-caddy": {"minimal-proc", 1},
 	"exchange": {"signs", 1}, "exchange-rs": {"signs-rs", 1},
 	"register": {"commits", 0.5},
 }
@@ -85,7 +85,7 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 			}
 		}
 	}
-	b.WriteString("\nserver CPU: the caddy process (or the minimal server's own process); for in-process scenarios all CPU is this process's.\n")
+	b.WriteString("\nserver CPU: the caddy process (or the minimal server's own process, or caddy-minimal's for minimal-caddy); for in-process scenarios all CPU is this process's.\n")
 	b.WriteString("CPU ratio: CPU per operation (server + load generator) of the baseline over the scenario's: the ratio if the two cores served only these processes, which other processes' load disturbs less than the throughput ratio.\n")
 	if len(noisy) > 0 {
 		fmt.Fprintf(&b, "WARNING: disturbed figures (other processes above %.2f cores, or a short pool): %s\n", noisyCores, strings.Join(noisy, ", "))
@@ -105,6 +105,9 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	}
 	if ceiling, tax, ok := caddyCeiling(results); ok {
 		fmt.Fprintf(&b, "- Caddy's own cost of a request: %.1f µs of server CPU (static through Caddy minus ok-proc); with it, verify/signature through Caddy at no cost beyond the minimal server's would reach %.2f of minimal-proc (CPU)\n", tax, ceiling)
+	}
+	if x, cpu, tax, ok := caddyMeasured(results); ok {
+		fmt.Fprintf(&b, "- what Caddy costs the minimal handler, measured: minimal-caddy / minimal-proc = %.2f (CPU ratio %.2f), %.1f µs of server CPU a request more in Caddy: the ceiling of 1' for a handler that costs what the minimal one does\n", x, cpu, tax)
 	}
 	p99 := func(r result) float64 { return float64(r.P99) }
 	for _, l := range []string{"device", "public-key"} {
@@ -154,6 +157,8 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	goal("1. verify/signature, unregistered device / minimal server (in process)", "verify-unreg", "minimal", 1, goalVerify, true)
 	goal("1'. verify/signature, registered device / minimal server (own process)", "verify-reg", "minimal-proc", 1, goalVerify, true)
 	goal("1'. verify/signature, unregistered device / minimal server (own process)", "verify-unreg", "minimal-proc", 1, goalVerify, true)
+	goal("1''. verify/signature, registered / minimal handler in Caddy (same Caddy, same request)", "verify-reg", "minimal-caddy", 1, goalVerify, true)
+	goal("1''. verify/signature, unregistered / minimal handler in Caddy (same Caddy, same request)", "verify-unreg", "minimal-caddy", 1, goalVerify, true)
 	for _, g := range []string{"device", "public-key"} {
 		goal("2. "+g+" / static respond", g, "static", 1, goalRead, true)
 	}
@@ -189,4 +194,20 @@ func caddyCeiling(results map[string][]result) (ceiling, tax float64, ok bool) {
 	tax = loadgen.MedianOf(st, server) - loadgen.MedianOf(okp, server)
 	minimal := loadgen.MedianOf(mp, totalCPU)
 	return minimal / (minimal + tax), tax, true
+}
+
+// caddyMeasured is caddyCeiling measured directly: the minimal handler in Caddy
+// (minimal-caddy) against the same handler in a process of its own
+// (minimal-proc), as a throughput ratio and a CPU ratio (medians of the
+// per-round ratios), and the server CPU a request that Caddy adds to it
+// (medians over rounds).
+func caddyMeasured(results map[string][]result) (ratio, cpuRatio, tax float64, ok bool) {
+	mc, mp := results["minimal-caddy"], results["minimal-proc"]
+	if len(mc) == 0 || len(mp) == 0 {
+		return 0, 0, 0, false
+	}
+	ratio, _ = ratioOf(results, "minimal-caddy", "minimal-proc", func(r result) float64 { return r.Rate() })
+	cpuRatio, _ = ratioOf(results, "minimal-proc", "minimal-caddy", totalCPU)
+	server := func(r result) float64 { return perOp(r.ProcessCPU, r) }
+	return ratio, cpuRatio, loadgen.MedianOf(mc, server) - loadgen.MedianOf(mp, server), true
 }

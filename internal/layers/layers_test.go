@@ -30,6 +30,8 @@ var rules = []rule{
 	{"./portal/...", "the portal is plain net/http, mounted by the edge: no Caddy, no storage engine, not the edge",
 		[]string{"github.com/caddyserver/", module + "/caddymodule", module + "/edge",
 			module + "/storage/badgerstore", module + "/storage/pgstore", module + "/storage/memstore"}},
+	{"./cmd/...", "palmgate's build of Caddy links no bench code: the minimal verify handler (bench/minimal, bench/minimalcaddy) is a baseline, registered only in the bench's own binary",
+		[]string{module + "/bench"}},
 }
 
 // TestImportRules checks every rule on the packages' dependencies as go list

@@ -56,6 +56,9 @@ type Options struct {
 	Caddyfile string
 	// Env adds KEY=value entries to the server's environment.
 	Env []string
+	// Binary, when set, is the caddy binary to run instead of palmgate's
+	// (Binary): the bench's own build of Caddy (bench/minimalcaddy).
+	Binary string
 }
 
 // Server is a running caddy process.
@@ -154,6 +157,9 @@ func newServer(t testing.TB, opts Options) *Server {
 	if opts.Site == "" {
 		opts.Site = "palmgate"
 	}
+	if opts.Binary == "" {
+		opts.Binary = Binary(t)
+	}
 	dir := t.TempDir()
 	s := &Server{
 		URL:        "http://127.0.0.1:" + strconv.Itoa(opts.Port),
@@ -162,7 +168,7 @@ func newServer(t testing.TB, opts Options) *Server {
 		Port:       opts.Port,
 		ConfigPath: filepath.Join(dir, "Caddyfile"),
 		opts:       opts,
-		binary:     Binary(t),
+		binary:     opts.Binary,
 		homeDir:    filepath.Join(dir, "home"),
 		log:        &syncBuffer{},
 	}

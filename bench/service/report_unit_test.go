@@ -1,0 +1,55 @@
+package service
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/palmgate/palmgate/internal/loadgen"
+)
+
+// measured is one round of a request scenario: ops in one second, with the
+// server's and the load generator's CPU per operation.
+func measured(ops int, serverUS, selfUS time.Duration) result {
+	return result{Result: loadgen.Result{Ops: ops, Elapsed: time.Second,
+		ProcessCPU: time.Duration(ops) * serverUS * time.Microsecond, SelfCPU: time.Duration(ops) * selfUS * time.Microsecond}}
+}
+
+// TestReportMinimalCaddy: the report gives verify/signature against the
+// minimal handler in Caddy (ratio, CPU ratio, PASS or MISS) in the goal row
+// after 1', and what Caddy costs the minimal handler (minimal-caddy /
+// minimal-proc); without the scenario, neither line.
+func TestReportMinimalCaddy(t *testing.T) {
+	scenarios := []scenario{
+		{name: "minimal-proc", unit: "req", server: "minproc"},
+		{name: "minimal-caddy", unit: "req", server: "mincaddy"},
+		{name: "verify-reg", unit: "req", server: "caddy"},
+	}
+	results := map[string][]result{
+		"minimal-proc":  {measured(5000, 160, 40)}, // 200 µs a request
+		"minimal-caddy": {measured(4000, 185, 40)}, // 225 µs
+		"verify-reg":    {measured(3800, 190, 40)}, // 230 µs
+	}
+	report := summarize(scenarios, results, SeedConfig{Humans: 1, Agents: 1})
+	for _, want := range []string{
+		"| minimal-caddy |  | 4000 req/s | 0s | 0s | minimal-proc | 0.80 | 0.89 | 185.0 |",
+		"MISS 1'. verify/signature, registered device / minimal server (own process): 0.76 (goal >= 0.90; CPU ratio 0.87)",
+		"PASS 1''. verify/signature, registered / minimal handler in Caddy (same Caddy, same request): 0.95 (goal >= 0.90; CPU ratio 0.98)",
+		"minimal-caddy / minimal-proc = 0.80 (CPU ratio 0.89), 25.0 µs of server CPU a request more in Caddy",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+
+	results["verify-reg"] = []result{measured(3400, 200, 40)} // 240 µs: 0.85, CPU 0.94
+	if report := summarize(scenarios, results, SeedConfig{}); !strings.Contains(report,
+		"MISS 1''. verify/signature, registered / minimal handler in Caddy (same Caddy, same request): 0.85 (goal >= 0.90; CPU ratio 0.94)") {
+		t.Errorf("want goal 1'' missed:\n%s", report)
+	}
+
+	delete(results, "minimal-caddy")
+	if report := summarize(scenarios, results, SeedConfig{}); strings.Contains(report, "1''") || strings.Contains(report, "minimal-caddy /") {
+		t.Errorf("without minimal-caddy, the report still compares with it:\n%s", report)
+	}
+}
