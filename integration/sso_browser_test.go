@@ -3,6 +3,7 @@ package integration
 import (
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,13 +29,30 @@ func TestBrowserSSOConsent(t *testing.T) {
 	b := oidcClient{id: "sso-news", secret: "secret-" + randHex(16), name: "Palm News", redirects: []string{rpB.URL + "/callback"}, scopes: testScopes}
 	e := startOIDC(t, []oidcClient{a, b}, "sso_session 1h")
 	step := newChromium(t)
-	reached := func(cb *callbackRecorder, what string) {
+	// reached waits for the callback's request, then for the browser to have loaded
+	// its page: a navigation started while the callback page still loads is
+	// aborted by it (net::ERR_ABORTED) on a slow machine.
+	reached := func(cb *callbackRecorder, rp, what string) {
 		t.Helper()
 		select {
 		case <-cb.hit:
 		case <-time.After(browserWait):
 			l, _ := chromedp.Run(step(5*time.Second), chromedp.Location())
 			t.Fatalf("%s: the browser did not reach the callback within %s; it is at %q", what, browserWait, l)
+		}
+		loaded := `document.readyState === "complete" && location.href.startsWith(` + strconv.Quote(rp+"/callback") + `)`
+		deadline := time.Now().Add(browserWait)
+		for {
+			// Evaluated anew each time: a page that is still loading has no context yet.
+			done, err := chromedp.Run(step(5*time.Second), chromedp.Evaluate[bool](loaded))
+			if err == nil && done {
+				return
+			}
+			if time.Now().After(deadline) {
+				l, _ := chromedp.Run(step(5*time.Second), chromedp.Location())
+				t.Fatalf("%s: the callback page did not finish loading (%v); the browser is at %q", what, err, l)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 
@@ -45,7 +63,7 @@ func TestBrowserSSOConsent(t *testing.T) {
 	if err := chromedp.Do(step(10*time.Second), chromedp.Click(chromedp.CSS("#simulate-button"))); err != nil {
 		t.Fatalf("clicking Simulate palm scan: %v", err)
 	}
-	reached(cbA, "first login")
+	reached(cbA, rpA.URL, "first login")
 
 	// 2. The second application: the consent page, not the login page.
 	resp, err := chromedp.Run(step(20*time.Second), chromedp.NavigateResponse(e.authURL(b)))
@@ -67,7 +85,7 @@ func TestBrowserSSOConsent(t *testing.T) {
 	if err := chromedp.Do(step(10*time.Second), chromedp.Click(chromedp.CSS("#allow"))); err != nil {
 		t.Fatalf("clicking Allow: %v", err)
 	}
-	reached(cbB, "consent")
+	reached(cbB, rpB.URL, "consent")
 	if got := cbB.queries(); len(got) != 1 || !strings.Contains(got[0], "code=") {
 		t.Fatalf("second application's callback %q, want one with a code", got)
 	}
@@ -76,7 +94,7 @@ func TestBrowserSSOConsent(t *testing.T) {
 	if _, err := chromedp.Run(step(20*time.Second), chromedp.NavigateResponse(e.authURL(b, "prompt", "none"))); err != nil {
 		t.Fatalf("prompt=none: %v", err)
 	}
-	reached(cbB, "prompt=none")
+	reached(cbB, rpB.URL, "prompt=none")
 	if got := cbB.queries(); len(got) != 2 || !strings.Contains(got[1], "code=") {
 		t.Fatalf("prompt=none callback %q, want a code", got)
 	}
