@@ -2,12 +2,14 @@ package caddymodule
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
@@ -136,7 +138,9 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 		}
 		return writeAdminJSON(w, http.StatusOK, ci)
 	case action == "" && r.Method == http.MethodDelete:
-		if err := svc.Clients().Delete(ctx, id, ""); err != nil {
+		if err := svc.Clients().Delete(ctx, id, ""); errors.Is(err, oidc.ErrAfterClientDeletion) {
+			app.logger.Warn("palmgate: the deleted client's grants and consents", zap.String("client_id", id), zap.Error(err))
+		} else if err != nil {
 			return clientAdminError(err)
 		}
 		w.WriteHeader(http.StatusNoContent)

@@ -380,7 +380,9 @@ func (p *Portal) rotate(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 func (p *Portal) remove(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := p.oidc.Clients().Delete(r.Context(), r.PathValue("id"), s.HumanID); err != nil {
+	if err := p.oidc.Clients().Delete(r.Context(), r.PathValue("id"), s.HumanID); errors.Is(err, oidc.ErrAfterClientDeletion) {
+		p.logger.Warn("portal: the deleted client's grants and consents", zap.String("client_id", r.PathValue("id")), zap.Error(err))
+	} else if err != nil {
 		p.clientError(w, r, err)
 		return
 	}

@@ -2,6 +2,7 @@ package oidc
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/palmgate/palmgate/storage"
@@ -87,4 +88,25 @@ func TestClientDeletionEndsItsAgentGrantsAndConsents(t *testing.T) {
 	}
 	_, err = ah.agentToken(ah.assertion(t, "alice-bot", key, nil), "client_id", gone.ID, "client_secret", goneSecret)
 	wantError(t, err, ErrInvalidGrant)
+}
+
+// TestClientDeletionStandsWhenItsCleanUpFails: when ending the deleted client's
+// grants and consents fails, the deletion stands (the client authenticates no
+// more) and Delete says so with ErrAfterClientDeletion, for its callers to report
+// the deletion as done and log the rest.
+func TestClientDeletionStandsWhenItsCleanUpFails(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	ci, secret := h.createClient(t, "dev-1", appRedirect)
+	h.svc.clients.deleted = func(context.Context, string) error { return errors.New("the store went away") }
+	err := h.svc.Clients().Delete(ctx, ci.ID, "dev-1")
+	if !errors.Is(err, ErrAfterClientDeletion) {
+		t.Fatalf("Delete = %v; want ErrAfterClientDeletion", err)
+	}
+	if err := h.auth(ci.ID, secret); err == nil {
+		t.Fatal("the deleted client still authenticates")
+	}
+	if err := h.svc.Clients().Delete(ctx, ci.ID, "dev-1"); errors.Is(err, ErrAfterClientDeletion) || err == nil {
+		t.Fatalf("deleting it again = %v; want not found", err)
+	}
 }

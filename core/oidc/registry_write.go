@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/palmgate/palmgate/core/event"
@@ -260,8 +261,17 @@ func (r *Clients) Delete(ctx context.Context, id, owner string) error {
 	if r.deleted == nil {
 		return nil
 	}
-	return r.deleted(ctx, id)
+	if err := r.deleted(context.WithoutCancel(ctx), id); err != nil {
+		return fmt.Errorf("%w: %w", ErrAfterClientDeletion, err)
+	}
+	return nil
 }
+
+// ErrAfterClientDeletion wraps the failure of what follows a client's deletion
+// (revoking its grants, forgetting the consents to it): the client is deleted
+// (it gets no token, whatever is left), so a caller reports the deletion as done
+// and logs the error, as agent removal does (agent.ErrAfterRemoval).
+var ErrAfterClientDeletion = errors.New("the client was deleted, but ending its grants and consents failed")
 
 // emit tells the sink that a dynamic client changed, by its owner (a developer,
 // in the portal) or, with none, by the operator.
