@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -103,35 +102,10 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// writeJSON answers v as JSON with status and the no-store headers.
-//
-// The body is encoded first and sent with its Content-Length in one write: an
-// answer written straight into the ResponseWriter goes out in chunks once it
-// outgrows net/http's 2 KiB buffer, as the token endpoint's does with an RS256 ID
-// token (issue 19).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := jsonBuffers.Get().(*bytes.Buffer)
-	defer putJSONBuffer(buf)
-	buf.Reset()
-	h := w.Header()
-	setJSONHeaders(h)
-	if json.NewEncoder(buf).Encode(v) != nil {
-		buf.Reset() // an answer that cannot be encoded has no body, as before
-	}
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	setJSONHeaders(w.Header())
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
-}
-
-// jsonBuffers holds writeJSON's buffers; one grown past maxPooledJSON is dropped.
-var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-const maxPooledJSON = 64 << 10
-
-func putJSONBuffer(buf *bytes.Buffer) {
-	if buf.Cap() <= maxPooledJSON {
-		jsonBuffers.Put(buf)
-	}
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // writeJSONBody answers body, JSON already encoded, as writeJSON answers.
