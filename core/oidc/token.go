@@ -27,16 +27,24 @@ import (
 // codeRecord is a stored authorization code, bound to everything it may be used with.
 type codeRecord struct {
 	ClientID      string    `json:"clientId"`
-	RedirectURI   string    `json:"redirectUri"`
-	Scopes        []string  `json:"scopes"`
+	RedirectURI   string    `json:"redirectUri,omitzero"`
+	Scopes        []string  `json:"scopes,omitzero"`
 	Resource      string    `json:"resource,omitempty"`
 	Nonce         string    `json:"nonce,omitempty"`
 	CodeChallenge string    `json:"codeChallenge,omitempty"`
 	HumanID       string    `json:"humanId"`
-	AuthTime      time.Time `json:"authTime"`
+	AuthTime      time.Time `json:"authTime,omitzero"`
 	ExpiresAt     time.Time `json:"expiresAt"`
 	// GrantID is set once the code has been exchanged: a second use revokes it.
 	GrantID string `json:"grantId,omitempty"`
+}
+
+// used is the record of rec once exchanged for grantID: what a second use needs
+// (its client, human and expiry, and the grant to revoke), nothing of its request.
+// A code issued keeps everything it is bound to until then; the omitzero fields
+// are never empty in it.
+func (rec codeRecord) used(grantID string) codeRecord {
+	return codeRecord{ClientID: rec.ClientID, HumanID: rec.HumanID, ExpiresAt: rec.ExpiresAt, GrantID: grantID}
 }
 
 // grant is what one code exchange started: its refresh family and its revocation.
@@ -194,8 +202,7 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 		if err := cl.checkGranted(g, resources, s.resourcesOf(cl)); err != nil {
 			return err
 		}
-		rec.GrantID = grantID
-		b, err = json.Marshal(rec)
+		b, err = json.Marshal(rec.used(grantID))
 		if err != nil {
 			return err
 		}
