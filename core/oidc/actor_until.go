@@ -29,8 +29,11 @@ func (s *Service) checkActorUntil(raw, actor string) (time.Time, error) {
 	if actor == "" {
 		return time.Time{}, oauthError(ErrInvalidRequest, "%s needs %s", RequestedActorUntilParam, RequestedActorParam)
 	}
+	if len(raw) > maxActorUntilLen {
+		raw = "" // refused below, without parsing what is too long
+	}
 	t, err := time.Parse(time.RFC3339, raw)
-	if len(raw) > maxActorUntilLen || err != nil {
+	if err != nil {
 		return time.Time{}, oauthError(ErrInvalidRequest, "%s must be an RFC 3339 date-time, such as 2026-12-31T18:00:00Z", RequestedActorUntilParam)
 	}
 	now := s.now()
