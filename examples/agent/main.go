@@ -4,7 +4,8 @@
 // returns a URL that the agent's human owner opens to confirm with a palm
 // scan, while the agent polls until registration completes. Afterwards anyone
 // can ask the server whether a signature or device ID belongs to a verified
-// agent. Standard library only; see README.md for the wire format.
+// agent. Standard library only, but for the MCP call of `token -mcp-tool`
+// (mcp.go, the official MCP Go SDK); see README.md for the wire format.
 //
 //	go run ./examples/agent -server http://localhost:8080
 package main
