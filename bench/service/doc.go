@@ -15,7 +15,10 @@
 //     long as the leaderboard's for the leaderboard);
 //  3. the authorization-code exchange on /oauth2/token against its three
 //     signatures (ES256 ID token, access and refresh tokens: the bench client's
-//     id_token_signed_response_alg is ES256) by core/keys;
+//     id_token_signed_response_alg is ES256) by core/keys; with RS256 ID tokens
+//     (the default) the ratio is decided by measuring the exchange and its
+//     signatures interleaved, in alternating slices of one round, so that the
+//     machine's drift between slots does not decide it;
 //  4. agent registrations (init, then completion by a palm attestor's signed
 //     assertion) by 64 concurrent agents against Badger's own synced-commit rate.
 //

@@ -77,8 +77,9 @@ type scenario struct {
 	unit              string // what one operation is
 	workers           int
 	server            string // whose CPU serves it: "caddy", "self" (this process), "minproc", "mincaddy" (caddy-minimal)
-	prepare           func(round int) error
 	setup             func(w int) (op func() error, done func(), err error)
+	// prepare readies a round; a pool it fills must last span.
+	prepare func(round int, span time.Duration) error
 }
 
 // result is one measured run of a scenario: its ProcessCPU is the server's
@@ -87,6 +88,7 @@ type scenario struct {
 type result struct {
 	loadgen.Result
 	otherCores float64 // cores used by other processes meanwhile
+	pairs      int     // slice pairs of an interleaved measurement (0 for a slot of its own)
 }
 
 func procs() int { return runtime.GOMAXPROCS(0) }
@@ -224,19 +226,19 @@ func TestServiceLoad(t *testing.T) {
 			what: fmt.Sprintf("core/keys: ES256 ID token, access and refresh tokens, %d goroutines", procs()), setup: inproc(sign.sign3)},
 		{name: "exchange", group: "token", unit: "req", workers: nc, server: "caddy",
 			what:    "POST /oauth2/token, grant_type=authorization_code (PKCE, client_secret_post), each code once; ES256 ID tokens",
-			prepare: func(int) error { return es.prepare(s) }, setup: es.setup(s.host)},
+			prepare: func(_ int, span time.Duration) error { return es.prepare(s, span) }, setup: es.setup(s.host)},
 		{name: "signs-rs", group: "token", unit: "exchange's 3 signatures", workers: procs(), server: "self",
 			what: fmt.Sprintf("core/keys: RS256 ID token, ES256 access and refresh tokens, %d goroutines", procs()), setup: inproc(sign.sign3RS)},
 		{name: "exchange-rs", group: "token", unit: "req", workers: nc, server: "caddy",
 			what:    "the same exchange for a client with the default RS256 ID tokens",
-			prepare: func(int) error { return rs.prepare(s) }, setup: rs.setup(s.host)},
+			prepare: func(_ int, span time.Duration) error { return rs.prepare(s, span) }, setup: rs.setup(s.host)},
 		{name: "commits", group: "register", unit: "commit", workers: *loadAgents, server: "self",
 			what: fmt.Sprintf("Badger's own DB.Update of one 64-byte value, SyncWrites, %d goroutines", *loadAgents), setup: inproc(commit)},
 		{name: "store-commits", group: "register", unit: "commit", workers: *loadAgents, server: "self",
 			what: fmt.Sprintf("the same through badgerstore.Update (grouped commits), %d goroutines", *loadAgents), setup: inproc(storeCommit)},
 		{name: "register", group: "register", unit: "registration", workers: *loadAgents, server: "caddy",
 			what: fmt.Sprintf("%d agents: init, owner's page (JSON), palm attestor's assertion (%s)", *loadAgents, s.attestor.alg),
-			prepare: func(int) error {
+			prepare: func(int, time.Duration) error {
 				regs = make([]registration, regPerRound)
 				parallel(len(regs), func(i int) { regs[i] = newRegistration(cfg, run, int(regSeq.Add(1))) })
 				regNext.Store(0)
@@ -266,7 +268,7 @@ func TestServiceLoad(t *testing.T) {
 	for r := range *loadRounds {
 		for _, sc := range loadgen.Rotate(scenarios, r) {
 			if sc.prepare != nil {
-				if err := sc.prepare(r); err != nil {
+				if err := sc.prepare(r, *loadWarmup+*loadDuration); err != nil {
 					t.Fatalf("round %d, %s: %v", r+1, sc.name, err)
 				}
 			}
@@ -299,6 +301,11 @@ func TestServiceLoad(t *testing.T) {
 			results[sc.name] = append(results[sc.name], res)
 			fmt.Printf("round %d  %-12s %9.0f %s/s  p50 %-9s p99 %-9s server %6.1f µs/op  this process %6.1f µs/op  others %.2f cores%s\n",
 				r+1, sc.name, res.Rate(), sc.unit, res.P50, res.P99, perOp(res.ProcessCPU, res), perOp(res.SelfCPU, res), res.otherCores, exhausted(res))
+		}
+		for _, pair := range interleavedPairs {
+			if err := runInterleaved(s, scenarios, pair, pids, r, results); err != nil {
+				t.Fatalf("round %d, %s interleaved with %s: %v", r+1, pair[0], pair[1], err)
+			}
 		}
 	}
 	if err := s.checkRegistered(); err != nil {
@@ -392,6 +399,45 @@ func takeProfile(server, admin, path string, d time.Duration) error {
 	return nil
 }
 
+// runInterleaved measures pair (a scenario and its baseline) interleaved, if
+// both are among scenarios: it prepares their pools for the warm-up slice and
+// the measured time, waits for a quiet server and adds both sides' results to
+// results under interleavedName.
+func runInterleaved(s *site, scenarios []scenario, pair [2]string, pids map[string]int, r int, results map[string][]result) error {
+	var sides [2]scenario
+	for i, name := range pair {
+		j := slices.IndexFunc(scenarios, func(sc scenario) bool { return sc.name == name })
+		if j < 0 {
+			return nil
+		}
+		sides[i] = scenarios[j]
+	}
+	for _, sc := range sides {
+		if sc.prepare != nil {
+			if err := sc.prepare(r, *loadSlice+*loadDuration); err != nil {
+				return err
+			}
+		}
+	}
+	if waited, idle := loadgen.WaitIdle(s.pid, quietCores, quietWindow, quietMax); !idle {
+		logf("round %d, %s interleaved: caddy still busy after %s; measuring anyway", r+1, pair[0], waited.Round(time.Second))
+	}
+	ra, rb, err := interleave(sides[0], sides[1], pids, *loadSlice, *loadDuration)
+	if err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		sc  scenario
+		res result
+	}{{sides[0], ra}, {sides[1], rb}} {
+		results[interleavedName(x.sc.name)] = append(results[interleavedName(x.sc.name)], x.res)
+		fmt.Printf("round %d  %-12s %9.0f %s/s  interleaved, %d slices of %s  server %6.1f µs/op  this process %6.1f µs/op  others %.2f cores%s\n",
+			r+1, x.sc.name, x.res.Rate(), x.sc.unit, x.res.pairs, *loadSlice, perOp(x.res.ProcessCPU, x.res), perOp(x.res.SelfCPU, x.res), x.res.otherCores, exhausted(x.res))
+	}
+	fmt.Printf("round %d  %s / %s interleaved: %.2f\n", r+1, pair[0], pair[1], ra.Rate()/rb.Rate())
+	return nil
+}
+
 // checkRegistered checks that the registrations of the rounds are visible: the
 // leaderboard still lists the seeded humans, with at least their seeded counts.
 func (s *site) checkRegistered() error {
@@ -416,16 +462,16 @@ type exchangePool struct {
 	end     int64
 }
 
-// prepare mints the round's codes. The pool must outlast warm-up and measured
-// time: the first round's is sized by the CPU time of the signatures alone (the
+// prepare mints the round's codes. The pool must last span (warm-up and
+// measured time, or all slices of an interleaved measurement): the first round's is sized by the CPU time of the signatures alone (the
 // most exchanges the cores could do, however busy the machine is while this is
 // estimated), later ones by 1.5 times the fastest round so far.
-func (p *exchangePool) prepare(s *site) error {
+func (p *exchangePool) prepare(s *site, span time.Duration) error {
 	rate := p.maxRate * codePoolMargin
 	if p.best > 0 {
 		rate = min(rate, 1.5*p.best)
 	}
-	n := int(rate*(*loadWarmup+*loadDuration).Seconds()) + 100
+	n := int(rate*span.Seconds()) + 100
 	start := time.Now()
 	codes, err := s.mintCodesOf(p.client, n, *loadAgents)
 	if err != nil {

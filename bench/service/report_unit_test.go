@@ -53,3 +53,62 @@ func TestReportMinimalCaddy(t *testing.T) {
 		t.Errorf("without minimal-caddy, the report still compares with it:\n%s", report)
 	}
 }
+
+// interleavedRound is one round of an interleaved measurement: measured, over
+// pairs slice pairs.
+func interleavedRound(ops int, serverUS, selfUS time.Duration, pairs int) result {
+	r := measured(ops, serverUS, selfUS)
+	r.pairs = pairs
+	return r
+}
+
+// TestReportInterleaved: with interleaved results, goal 3's ratio is decided
+// by the interleaved row (PASS or MISS, with its per-round ratios and slice
+// pairs), and the separate slots' row stays as information only; without
+// them, the slots' row decides as before.
+func TestReportInterleaved(t *testing.T) {
+	scenarios := []scenario{
+		{name: "signs-rs", unit: "exchange's 3 signatures", server: "self"},
+		{name: "exchange-rs", unit: "req", server: "caddy"},
+	}
+	results := map[string][]result{
+		"signs-rs":                     {measured(1000, 0, 2000)},  // 2,000 µs
+		"exchange-rs":                  {measured(600, 2400, 100)}, // 0.60 of it in its own slot
+		interleavedName("signs-rs"):    {interleavedRound(1000, 0, 2000, 8), interleavedRound(1000, 0, 2000, 8)},
+		interleavedName("exchange-rs"): {interleavedRound(850, 2250, 100, 8), interleavedRound(900, 2100, 100, 8)},
+	}
+	report := summarize(scenarios, results, SeedConfig{})
+	for _, want := range []string{
+		"info 3. code exchange / its three signatures (RS256 ID tokens, the default), separate slots, not deciding: 0.60 (goal >= 0.80; CPU ratio 0.80)",
+		"PASS 3. code exchange / its three signatures, interleaved (RS256 ID tokens): 0.88 (goal >= 0.80; CPU ratio 0.88)",
+		"per round: 0.85 (8 pairs), 0.90 (8 pairs)",
+		"- exchange-rs / signs-rs measured interleaved",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "MISS 3.") || strings.Contains(report, "PASS 3. code exchange / its three signatures (RS256") {
+		t.Errorf("the separate slots still decide goal 3:\n%s", report)
+	}
+
+	results[interleavedName("exchange-rs")] = []result{interleavedRound(700, 2750, 100, 8), interleavedRound(750, 2600, 100, 6)}
+	results[interleavedName("exchange-rs")][1].PoolExhaustedAt = time.Second
+	report = summarize(scenarios, results, SeedConfig{})
+	for _, want := range []string{
+		"MISS 3. code exchange / its three signatures, interleaved (RS256 ID tokens): 0.72 (goal >= 0.80",
+		"per round: 0.70 (8 pairs), 0.75 (6 pairs, a pool ran out)",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+
+	delete(results, interleavedName("exchange-rs"))
+	delete(results, interleavedName("signs-rs"))
+	report = summarize(scenarios, results, SeedConfig{})
+	if !strings.Contains(report, "MISS 3. code exchange / its three signatures (RS256 ID tokens, the default): 0.60 (goal >= 0.80") ||
+		strings.Contains(report, "interleaved") {
+		t.Errorf("without interleaved results, the slots' row must decide:\n%s", report)
+	}
+}
