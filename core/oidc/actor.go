@@ -80,24 +80,6 @@ func printable(s string) bool {
 	return true
 }
 
-// requestedActorOwner returns the human the agent named by authorization request
-// id is registered to ("" when it names none, or an unregistered agent): read
-// before the transaction that answers the login, which compares it with the
-// human who scanned.
-func (s *Service) requestedActorOwner(ctx context.Context, id string) (actor, owner string, err error) {
-	var ar *AuthRequest
-	err = s.store.View(ctx, func(txn storage.Txn) error {
-		var err error
-		ar, err = getAuthRequest(txn, id)
-		return err
-	})
-	if err != nil || ar.RequestedActor == "" || s.agents == nil {
-		return "", "", nil // finish reports the request's own errors
-	}
-	_, owner, err = s.agents.AgentKey(ctx, ar.RequestedActor)
-	return ar.RequestedActor, owner, err
-}
-
 // errActorNotOwned is the answer to a client whose requested_actor is not an agent
 // of the person who signed in.
 const errActorNotOwned = "the agent is not registered to the person who signed in"

@@ -18,8 +18,9 @@ import (
 
 // fakeAgents is an agent registry: deviceId -> key and human.
 type fakeAgents struct {
-	mu     sync.Mutex
-	agents map[string]fakeAgent
+	mu      sync.Mutex
+	agents  map[string]fakeAgent
+	lookups int // calls of AgentKey
 }
 
 type fakeAgent struct {
@@ -30,6 +31,7 @@ type fakeAgent struct {
 func (f *fakeAgents) AgentKey(_ context.Context, deviceID string) (ed25519.PublicKey, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.lookups++
 	a, ok := f.agents[deviceID]
 	if !ok {
 		return nil, "", nil
@@ -298,3 +300,34 @@ func TestActorTokenPublicClient(t *testing.T) {
 
 // Claims of an agent's token survive the verifier's cache and a fresh parse alike.
 var _ = bearer.ActorProfileAgent
+
+// TestFinishLooksUpTheAgentOnce: the login page's polls of a pending login, and
+// plain logins, cost no lookup of an agent; a verified login naming an agent
+// looks its owner up once.
+func TestFinishLooksUpTheAgentOnce(t *testing.T) {
+	ctx := context.Background()
+	h := newActorHarness(t)
+	plain := h.authorize(t, params())
+	withAgent := h.authorize(t, params(RequestedActorParam, "alice-bot"))
+	for range 3 { // the page polls while the scan is pending
+		for _, ar := range []*AuthRequest{plain, withAgent} {
+			if r, err := h.svc.Finish(ctx, ar.ID, testBinding); r != nil || err != nil {
+				t.Fatalf("pending Finish = %+v, %v", r, err)
+			}
+		}
+	}
+	h.scan(t, plain, "alice")
+	if r, err := h.svc.Finish(ctx, plain.ID, testBinding); err != nil || r.Code == "" {
+		t.Fatalf("plain login: %+v, %v", r, err)
+	}
+	if n := h.agents.lookups; n != 0 {
+		t.Fatalf("%d agent lookups before any login named a verified agent; want 0", n)
+	}
+	h.scan(t, withAgent, "alice")
+	if r, err := h.svc.Finish(ctx, withAgent.ID, testBinding); err != nil || r.Code == "" {
+		t.Fatalf("login with alice-bot: %+v, %v", r, err)
+	}
+	if n := h.agents.lookups; n != 1 {
+		t.Fatalf("%d agent lookups for one verified login naming an agent; want 1", n)
+	}
+}

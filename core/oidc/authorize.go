@@ -505,15 +505,40 @@ func (s *Service) finish(ctx context.Context, id, binding, old string) (*Redirec
 	if err != nil {
 		return nil, nil, err
 	}
-	actor, owner, err := s.requestedActorOwner(ctx, id)
-	if err != nil {
-		return nil, nil, err
+	// The agent a verified login asks for (requested_actor) and whom it is
+	// registered to: looked up outside the transaction, only when a verified
+	// login names one (errNeedActorOwner), then the transaction runs again.
+	var actor, owner string
+	for {
+		redirect, session, err := s.finishWith(ctx, id, binding, old, code, sessionID, actor, owner)
+		var need errNeedActorOwner
+		if !errors.As(err, &need) {
+			return redirect, session, err
+		}
+		if actor != "" || s.agents == nil { // looked up already: never loop
+			return nil, nil, fmt.Errorf("oidc: the agent %q of a login was not looked up", need.actor)
+		}
+		actor = need.actor
+		if _, owner, err = s.agents.AgentKey(ctx, actor); err != nil {
+			return nil, nil, err
+		}
 	}
+}
+
+// errNeedActorOwner stops the transaction that answers a verified login naming
+// an agent whose owner finish has not looked up yet.
+type errNeedActorOwner struct{ actor string }
+
+func (e errNeedActorOwner) Error() string { return "the owner of agent " + e.actor + " is needed" }
+
+// finishWith is one try of finish with the owner of the agent actor looked up
+// (both "" before any lookup).
+func (s *Service) finishWith(ctx context.Context, id, binding, old, code, sessionID, actor, owner string) (*Redirect, *Session, error) {
 	var redirect *Redirect
 	var answered event.Event // fn may run again: each run sets it anew
 	var session *Session
 	var replaced revocation // an agent grant the login's consent replaced
-	err = s.store.Update(ctx, func(txn storage.Txn) error {
+	err := s.store.Update(ctx, func(txn storage.Txn) error {
 		redirect, answered, session, replaced = nil, event.Event{}, nil, revocation{}
 		ar, err := getAuthRequest(txn, id)
 		if err != nil {
@@ -534,6 +559,9 @@ func (s *Service) finish(ctx context.Context, id, binding, old string) (*Redirec
 		case palm.StatusPending:
 			return nil
 		case palm.StatusVerified:
+			if ar.RequestedActor != "" && ar.RequestedActor != actor && s.agents != nil {
+				return errNeedActorOwner{actor: ar.RequestedActor}
+			}
 			answered.Outcome = event.Completed
 			if redirect, replaced, err = s.consentActor(txn, ar, actor, owner); err != nil || redirect != nil {
 				if redirect != nil {
