@@ -33,13 +33,9 @@ type removedAgent struct {
 
 // adminAgents serves /palmgate/agents/{deviceId}.
 func adminAgents(w http.ResponseWriter, r *http.Request) error {
-	deviceID, ok := strings.CutPrefix(r.URL.Path, "/palmgate/agents/")
-	if !ok || deviceID == "" {
-		return adminError(http.StatusNotFound, "no such route; DELETE /palmgate/agents/{deviceId}")
-	}
-	if r.Method != http.MethodDelete {
-		w.Header().Set("Allow", http.MethodDelete)
-		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; DELETE", r.Method)
+	deviceID, err := deleteTarget(w, r, "/palmgate/agents/", "{deviceId}")
+	if err != nil {
+		return err
 	}
 	app, err := activeApp()
 	if err != nil {
@@ -58,4 +54,18 @@ func adminAgents(w http.ResponseWriter, r *http.Request) error {
 		app.logger.Warn("palmgate: after removing an agent", zap.String("deviceId", removed.DeviceID), zap.Error(err))
 	}
 	return writeAdminJSON(w, http.StatusOK, removedAgent{DeviceID: removed.DeviceID, HumanID: removed.HumanID, RegisteredAt: removed.RegisteredAt})
+}
+
+// deleteTarget is the last path segment of an admin route that only deletes
+// (DELETE prefix+name), or the route's 404 or 405.
+func deleteTarget(w http.ResponseWriter, r *http.Request, prefix, name string) (string, error) {
+	target, ok := strings.CutPrefix(r.URL.Path, prefix)
+	if !ok || target == "" {
+		return "", adminError(http.StatusNotFound, "no such route; DELETE %s%s", prefix, name)
+	}
+	if r.Method != http.MethodDelete {
+		w.Header().Set("Allow", http.MethodDelete)
+		return "", adminError(http.StatusMethodNotAllowed, "method %s not allowed; DELETE", r.Method)
+	}
+	return target, nil
 }

@@ -2,7 +2,6 @@ package caddymodule
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/palmgate/palmgate/portal"
 )
@@ -24,13 +23,9 @@ type endedSessions struct {
 
 // adminPortalSessions serves /palmgate/portal/sessions/{owner}.
 func adminPortalSessions(w http.ResponseWriter, r *http.Request) error {
-	owner, ok := strings.CutPrefix(r.URL.Path, "/palmgate/portal/sessions/")
-	if !ok || owner == "" {
-		return adminError(http.StatusNotFound, "no such route; DELETE /palmgate/portal/sessions/{owner}")
-	}
-	if r.Method != http.MethodDelete {
-		w.Header().Set("Allow", http.MethodDelete)
-		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; DELETE", r.Method)
+	owner, err := deleteTarget(w, r, "/palmgate/portal/sessions/", "{owner}")
+	if err != nil {
+		return err
 	}
 	app, err := activeApp()
 	if err != nil {
