@@ -24,6 +24,10 @@ type Op func(warm bool) error
 // ErrPoolDone is returned by an Op whose pool of prepared operations has run out.
 var ErrPoolDone = errors.New("pool exhausted")
 
+// ErrSliceDone is returned by an Op whose share of a pool for this run (a slice
+// of an Interleave) is used up; the worker stops, and nothing runs out.
+var ErrSliceDone = errors.New("slice's share used")
+
 // Options are the timing and the accounting of a Run.
 type Options struct {
 	// Warmup is run before the measured part, by the same workers.
@@ -73,7 +77,7 @@ func (r Result) OtherCores(ours, over time.Duration) float64 {
 
 // Run runs ops, one worker each, through the warm-up and then the measured
 // part, and samples CPU times at the start and the end of the measured part.
-// An Op's error (other than ErrPoolDone) stops its worker and fails the Run.
+// An Op's error (other than ErrPoolDone and ErrSliceDone) stops its worker and fails the Run.
 func Run(ops []Op, o Options) (Result, error) {
 	n := len(ops)
 	measureFrom := time.Now().Add(o.Warmup)
@@ -110,6 +114,9 @@ func Run(ops []Op, o Options) (Result, error) {
 				err := op(!measuring)
 				if errors.Is(err, ErrPoolDone) {
 					exhaustedAt.CompareAndSwap(0, int64(t0.Sub(measureFrom)))
+					return
+				}
+				if errors.Is(err, ErrSliceDone) {
 					return
 				}
 				if err != nil {
