@@ -21,11 +21,12 @@ import (
 var (
 	loadOn       = flag.Bool("load", false, "run TestLoad, the load script (make bench)")
 	loadDuration = flag.Duration("load.duration", 10*time.Second, "measured time of each scenario in each round")
-	loadWarmup   = flag.Duration("load.warmup", time.Second, "warm-up before each measured scenario, on the same connections")
+	loadWarmup   = flag.Duration("load.warmup", time.Second, "warm-up of each profiled scenario (-load.profile), on the same connections")
+	loadSlice    = flag.Duration("load.slice", 500*time.Millisecond, "the scenarios of a round take turns in slices this long (one warm-up slice each), so that every ratio compares the same machine")
 	loadRounds   = flag.Int("load.rounds", 5, "rounds; each runs every scenario once, in a rotated order; the report gives medians")
 	loadConns    = flag.Int("load.conns", 32, "concurrent keep-alive connections (at most 32: reverse_proxy keeps 32 idle upstream connections)")
-	loadTokens   = flag.Int("load.tokens", 2000, "distinct tokens per round for the new-token scenario, each sent once")
-	loadProfile  = flag.String("load.profile", "", "directory for CPU profiles of caddy (admin /debug/pprof/profile) during each scenario of the last round")
+	loadTokens   = flag.Int("load.tokens", 5000, "distinct tokens per round for the new-token scenario, each sent once, spread over its slices")
+	loadProfile  = flag.String("load.profile", "", "directory for CPU profiles of caddy (admin /debug/pprof/profile): each scenario once more after the rounds, in a slot of its own")
 	loadWrk      = flag.Bool("load.wrk", false, "cross-check with wrk (if on PATH) after the rounds")
 	loadOut      = flag.String("load.out", "", "also write the report (markdown) to this file")
 	loadOnly     = flag.String("load.only", "", "comma-separated scenarios to run (bare is always run); default all")
@@ -57,6 +58,7 @@ type scenario struct {
 // SelfCPU the load generator's.
 type result struct {
 	loadgen.Result
+	name          string
 	otherFraction float64 // the machine's CPU used by other processes, in cores
 }
 
@@ -67,8 +69,8 @@ func TestLoad(t *testing.T) {
 	if !*loadOn {
 		t.Skip("the load script runs with -args -load (make bench)")
 	}
-	if *loadConns < 1 || *loadConns > 32 || *loadRounds < 1 || *loadDuration < time.Second {
-		t.Fatal("need 1 <= -load.conns <= 32, -load.rounds >= 1, -load.duration >= 1s")
+	if *loadConns < 1 || *loadConns > 32 || *loadRounds < 1 || *loadDuration < time.Second || *loadSlice <= 0 || *loadSlice > *loadDuration {
+		t.Fatal("need 1 <= -load.conns <= 32, -load.rounds >= 1, -load.duration >= 1s, 0 < -load.slice <= -load.duration")
 	}
 	s := startSite(t, 8)
 	host := strings.TrimPrefix(s.URL, "http://")
@@ -108,21 +110,24 @@ func TestLoad(t *testing.T) {
 
 	results := map[string][]result{}
 	for r := range *loadRounds {
-		for _, sc := range loadgen.Rotate(base, r) {
-			if sc.name == "newtoken" {
-				sc.pool = pools[r]
-			}
-			profile := ""
-			if *loadProfile != "" && r == *loadRounds-1 {
-				profile = filepath.Join(*loadProfile, sc.name+".pprof")
-			}
-			res, err := run(s, host, sc, profile)
-			if err != nil {
-				t.Fatalf("round %d, %s: %v", r+1, sc.name, err)
-			}
-			results[sc.name] = append(results[sc.name], res)
+		rs, err := runRound(s, host, loadgen.Rotate(base, r), pools[r])
+		if err != nil {
+			t.Fatalf("round %d: %v", r+1, err)
+		}
+		for _, res := range rs {
+			results[res.name] = append(results[res.name], res)
 			fmt.Printf("round %d  %-9s %9.0f req/s  p50 %-9s p99 %-9s caddy %5.1f µs/req  load generator %5.1f µs/req  other processes %.2f cores\n",
-				r+1, sc.name, res.Rate(), res.P50, res.P99, perReq(res.ProcessCPU, res), perReq(res.SelfCPU, res), res.otherFraction)
+				r+1, res.name, res.Rate(), res.P50, res.P99, perReq(res.ProcessCPU, res), perReq(res.SelfCPU, res), res.otherFraction)
+		}
+	}
+	if *loadProfile != "" { // each scenario once more, in a slot of its own
+		for _, sc := range base {
+			if sc.name == "newtoken" {
+				sc.pool = pools[len(pools)-1]
+			}
+			if _, err := run(s, host, sc, filepath.Join(*loadProfile, sc.name+".pprof")); err != nil {
+				t.Fatalf("profile of %s: %v", sc.name, err)
+			}
 		}
 	}
 
@@ -142,7 +147,59 @@ func perReq(d time.Duration, r result) float64 {
 	return float64(d.Microseconds()) / float64(r.Ops)
 }
 
-// run runs one scenario on fresh connections: the warm-up, then the measured part.
+// runRound measures one round: every scenario of base on connections of its
+// own, in slices of -load.slice taking turns (loadgen.Interleave), until each
+// has had -load.duration, so that a scenario and bare see the same machine. A
+// pool (newtoken's) is spread evenly over the slices, the warm-up's included:
+// each of its tokens is sent once.
+func runRound(s *site, host string, base []scenario, pool [][]byte) ([]result, error) {
+	turns := max(1, int((*loadDuration+*loadSlice-1) / *loadSlice))
+	var sides []loadgen.Side
+	for _, sc := range base {
+		var next, limit atomic.Int64
+		ops := make([]loadgen.Op, *loadConns)
+		for w := range ops {
+			c, err := loadgen.Dial(host)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Close()
+			ops[w] = func(bool) error {
+				req := sc.req
+				if sc.name == "newtoken" {
+					i := next.Add(1) - 1
+					if i >= limit.Load() {
+						return loadgen.ErrSliceDone
+					}
+					req = pool[i]
+				}
+				code, err := c.RoundTrip(req)
+				if err == nil && code != http.StatusOK {
+					err = fmt.Errorf("status %d", code)
+				}
+				return err
+			}
+		}
+		side := loadgen.Side{Name: sc.name, Ops: ops, PID: s.pid}
+		if sc.name == "newtoken" {
+			share := int64(len(pool) / (turns + 1))
+			side.BeforeSlice = func() { next.Store(min(next.Load(), limit.Load())); limit.Add(share) }
+		}
+		sides = append(sides, side)
+	}
+	rs, err := loadgen.Interleave(sides, *loadSlice, *loadDuration)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]result, len(rs))
+	for i, r := range rs {
+		out[i] = result{Result: r.Result, name: base[i].name, otherFraction: r.OtherCores}
+	}
+	return out, nil
+}
+
+// run runs one scenario on fresh connections: the warm-up, then the measured
+// part (the profiles of -load.profile).
 func run(s *site, host string, sc scenario, profile string) (result, error) {
 	ops := make([]loadgen.Op, *loadConns)
 	var next atomic.Int64
@@ -193,8 +250,8 @@ func run(s *site, host string, sc scenario, profile string) (result, error) {
 func summarize(base []scenario, results map[string][]result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "machine: %s; caddy and the load generator share it\n", loadgen.Machine())
-	fmt.Fprintf(&b, "method: %d rounds x %d scenarios, rotated order; %d keep-alive connections; %s warm-up + %s measured per scenario; medians over rounds; ratio = median of per-round ratios to bare\n\n",
-		*loadRounds, len(base), *loadConns, *loadWarmup, *loadDuration)
+	fmt.Fprintf(&b, "method: %d rounds; in each, the %d scenarios take turns in %s slices (rotated; one warm-up slice each) until each has had %s; %d keep-alive connections each; medians over rounds; ratio = median of the per-round ratios to bare, each measured over the same stretch of time\n\n",
+		*loadRounds, len(base), *loadSlice, *loadDuration, *loadConns)
 	b.WriteString("| scenario | what | req/s | p50 | p99 | ratio to bare | caddy CPU µs/req | CPU ratio | load gen. CPU µs/req | other processes (cores) |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	ratios, cpuRatios := map[string]float64{}, map[string]float64{}
@@ -241,7 +298,7 @@ func summarize(base []scenario, results map[string][]result) string {
 		if got < g.goal {
 			verdict = "MISS"
 		}
-		fmt.Fprintf(&b, "%s %s: %.2f (goal >= %.2f; CPU ratio %.2f)\n", verdict, g.name, got, g.goal, cpuRatios[g.scenario])
+		fmt.Fprintf(&b, "%s %s: %s (goal >= %.2f; CPU ratio %.2f)\n", verdict, g.name, loadgen.RatioText(got, g.goal), g.goal, cpuRatios[g.scenario])
 	}
 	return b.String()
 }

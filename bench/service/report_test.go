@@ -2,7 +2,6 @@ package service
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -170,7 +169,7 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 		if y, ok := ratioOf(results, base, a, totalCPU); ok && higher && factor == 1 {
 			extra = fmt.Sprintf("; CPU ratio %.2f", y)
 		}
-		fmt.Fprintf(&b, "%s %s: %s (goal %s %.2f%s)\n", verdict, name, ratioText(x, want), map[bool]string{true: ">=", false: "<="}[higher], want, extra)
+		fmt.Fprintf(&b, "%s %s: %s (goal %s %.2f%s)\n", verdict, name, loadgen.RatioText(x, want), map[bool]string{true: ">=", false: "<="}[higher], want, extra)
 	}
 	goal("1. verify/signature, registered device / minimal server (in process)", "verify-reg", "minimal", 1, goalVerify, true)
 	goal("1. verify/signature, unregistered device / minimal server (in process)", "verify-unreg", "minimal", 1, goalVerify, true)
@@ -256,14 +255,4 @@ func caddyMeasured(results map[string][]result) (ratio, cpuRatio, tax float64, o
 	cpuRatio, _ = ratioOf(results, "minimal-proc", "minimal-caddy", totalCPU)
 	server := func(r result) float64 { return perOp(r.ProcessCPU, r) }
 	return ratio, cpuRatio, loadgen.MedianOf(mc, server) - loadgen.MedianOf(mp, server), true
-}
-
-// ratioText is x to two decimals, or to three when two would round it across
-// want (0.795 against 0.80 is not shown as 0.80 beside a MISS).
-func ratioText(x, want float64) string {
-	s := fmt.Sprintf("%.2f", x)
-	if r, err := strconv.ParseFloat(s, 64); err == nil && (r < want) != (x < want) {
-		return fmt.Sprintf("%.3f", x)
-	}
-	return s
 }

@@ -112,15 +112,3 @@ func TestReportInterleaved(t *testing.T) {
 		t.Errorf("without interleaved results, the slots' row must decide:\n%s", report)
 	}
 }
-
-// TestRatioText: a ratio just under its goal is not rounded up to it.
-func TestRatioText(t *testing.T) {
-	for _, c := range []struct {
-		x, want float64
-		text    string
-	}{{0.795, 0.80, "0.795"}, {0.7951, 0.80, "0.795"}, {0.7949, 0.80, "0.79"}, {0.81, 0.80, "0.81"}, {0.80, 0.80, "0.80"}, {0.904, 0.90, "0.90"}, {0.72, 0.80, "0.72"}} {
-		if got := ratioText(c.x, c.want); got != c.text {
-			t.Errorf("ratioText(%v, %v) = %q; want %q", c.x, c.want, got, c.text)
-		}
-	}
-}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,4 +191,14 @@ func MedianOf[T any](xs []T, f func(T) float64) float64 {
 // MedianDuration is the median of f over xs, rounded to the microsecond.
 func MedianDuration[T any](xs []T, f func(T) time.Duration) time.Duration {
 	return time.Duration(MedianOf(xs, func(x T) float64 { return float64(f(x)) })).Round(time.Microsecond)
+}
+
+// RatioText is x to two decimals, or to three when two would round it across
+// want (0.795 against 0.80 is not shown as 0.80 beside a MISS).
+func RatioText(x, want float64) string {
+	s := fmt.Sprintf("%.2f", x)
+	if r, err := strconv.ParseFloat(s, 64); err == nil && (r < want) != (x < want) {
+		return fmt.Sprintf("%.3f", x)
+	}
+	return s
 }

@@ -186,3 +186,15 @@ func TestWaitIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestRatioText: a ratio just under its goal is not rounded up to it.
+func TestRatioText(t *testing.T) {
+	for _, c := range []struct {
+		x, want float64
+		text    string
+	}{{0.795, 0.80, "0.795"}, {0.7951, 0.80, "0.795"}, {0.7949, 0.80, "0.79"}, {0.81, 0.80, "0.81"}, {0.80, 0.80, "0.80"}, {0.904, 0.90, "0.90"}, {0.72, 0.80, "0.72"}} {
+		if got := RatioText(c.x, c.want); got != c.text {
+			t.Errorf("RatioText(%v, %v) = %q; want %q", c.x, c.want, got, c.text)
+		}
+	}
+}
