@@ -10,28 +10,42 @@ import (
 
 var loadSlice = flag.Duration("load.slice", 500*time.Millisecond, "slice length of the interleaved measurements (a scenario and its baseline in alternating slices)")
 
-// interleavedPairs are the ratio goals whose baseline is work in this process:
-// each scenario and its baseline are also measured interleaved, once a round,
-// when both run. The first pair decides goal 3's ratio.
-var interleavedPairs = [][2]string{{"exchange-rs", "signs-rs"}, {"exchange", "signs"}}
+// interleavedGroups are the ratio goals measured interleaved, once a round, by
+// the scenarios of each group that run (at least two): the exchanges and their
+// signatures (goal 3), and verify/signature with its two baselines (goals 1'
+// and 1”).
+var interleavedGroups = [][]string{
+	{"exchange-rs", "signs-rs"},
+	{"exchange", "signs"},
+	{"verify-reg", "verify-unreg", "minimal-proc", "minimal-caddy"},
+}
+
+// interleavedRatios are the ratios (scenario, baseline) the report takes from
+// interleaved results when both were measured.
+var interleavedRatios = [][2]string{
+	{"exchange-rs", "signs-rs"}, {"exchange", "signs"},
+	{"verify-reg", "minimal-proc"}, {"verify-unreg", "minimal-proc"},
+	{"verify-reg", "minimal-caddy"}, {"verify-unreg", "minimal-caddy"},
+	{"minimal-caddy", "minimal-proc"},
+}
 
 // interleavedName is the key of a scenario's interleaved results.
 func interleavedName(name string) string { return name + " (interleaved)" }
 
-// interleave measures scenario a and its baseline b in alternating slices
-// (loadgen.Interleave: a b, b a, a b, ..., after one warm-up slice of each),
-// until each has been measured for total, so that their ratio no longer
-// measures how the machine's speed drifts between two separate slots. Each
-// side's result sums its slices (pairs counts them); a pool that runs out ends
-// the measurement after the pair it ran out in.
-func interleave(a, b scenario, pids map[string]int, slice, total time.Duration) (ra, rb result, err error) {
+// interleave measures scenarios in turns of one slice each (loadgen.Interleave:
+// a b, b a, a b, ... for two, after one warm-up slice of each), until each has
+// been measured for total, so that their ratios no longer measure how the
+// machine's speed drifts between separate slots. Each result sums its slices
+// (turns counts them); a pool that runs out ends the measurement after the
+// turn it ran out in.
+func interleave(scenarios []scenario, pids map[string]int, slice, total time.Duration) ([]result, error) {
 	var sides []loadgen.Side
-	for _, sc := range []scenario{a, b} {
+	for _, sc := range scenarios {
 		ops := make([]loadgen.Op, sc.workers)
 		for w := range ops {
 			op, done, err := sc.setup(w)
 			if err != nil {
-				return result{}, result{}, fmt.Errorf("%s: %w", sc.name, err)
+				return nil, fmt.Errorf("%s: %w", sc.name, err)
 			}
 			defer done()
 			ops[w] = func(bool) error { return op() }
@@ -40,10 +54,11 @@ func interleave(a, b scenario, pids map[string]int, slice, total time.Duration) 
 	}
 	rs, err := loadgen.Interleave(sides, slice, total)
 	if err != nil {
-		return result{}, result{}, err
+		return nil, err
 	}
-	out := func(r loadgen.Interleaved) result {
-		return result{Result: r.Result, otherCores: r.OtherCores, pairs: r.Slices}
+	out := make([]result, len(rs))
+	for i, r := range rs {
+		out[i] = result{Result: r.Result, otherCores: r.OtherCores, turns: r.Slices}
 	}
-	return out(rs[0]), out(rs[1]), nil
+	return out, nil
 }

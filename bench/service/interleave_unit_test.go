@@ -26,16 +26,17 @@ func counting(name string, n *atomic.Int64, pool int64) scenario {
 
 // TestInterleave: each side is measured in as many slices as the total asks
 // (one warm-up slice of each not counted), its operations and time summed;
-// a pool that runs out ends the measurement after that pair, flagged.
+// a pool that runs out ends the measurement after that turn, flagged.
 func TestInterleave(t *testing.T) {
 	var na, nb atomic.Int64
 	slice := 20 * time.Millisecond
-	ra, rb, err := interleave(counting("a", &na, 0), counting("b", &nb, 0), nil, slice, 100*time.Millisecond)
+	rs, err := interleave([]scenario{counting("a", &na, 0), counting("b", &nb, 0)}, nil, slice, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ra, rb := rs[0], rs[1]
 	for _, r := range []result{ra, rb} {
-		if r.pairs != 5 || r.Elapsed < 5*slice || r.PoolExhaustedAt != 0 {
+		if r.turns != 5 || r.Elapsed < 5*slice || r.PoolExhaustedAt != 0 {
 			t.Errorf("want 5 slices of at least %s in all, no pool run out: %+v", slice, r)
 		}
 	}
@@ -45,11 +46,12 @@ func TestInterleave(t *testing.T) {
 
 	na.Store(0)
 	nb.Store(0)
-	ra, rb, err = interleave(counting("a", &na, 30), counting("b", &nb, 0), nil, slice, time.Second)
+	rs, err = interleave([]scenario{counting("a", &na, 30), counting("b", &nb, 0)}, nil, slice, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ra.PoolExhaustedAt == 0 || ra.pairs >= 10 || rb.pairs != ra.pairs {
-		t.Errorf("a's pool of 30 must end the measurement early, after the same pairs for both: %+v, %+v", ra, rb)
+	ra, rb = rs[0], rs[1]
+	if ra.PoolExhaustedAt == 0 || ra.turns >= 10 || rb.turns != ra.turns {
+		t.Errorf("a's pool of 30 must end the measurement early, after the same turns for both: %+v, %+v", ra, rb)
 	}
 }

@@ -88,7 +88,7 @@ type scenario struct {
 type result struct {
 	loadgen.Result
 	otherCores float64 // cores used by other processes meanwhile
-	pairs      int     // slice pairs of an interleaved measurement (0 for a slot of its own)
+	turns      int     // slices of an interleaved measurement (0 for a slot of its own)
 }
 
 func procs() int { return runtime.GOMAXPROCS(0) }
@@ -302,9 +302,9 @@ func TestServiceLoad(t *testing.T) {
 			fmt.Printf("round %d  %-12s %9.0f %s/s  p50 %-9s p99 %-9s server %6.1f µs/op  this process %6.1f µs/op  others %.2f cores%s\n",
 				r+1, sc.name, res.Rate(), sc.unit, res.P50, res.P99, perOp(res.ProcessCPU, res), perOp(res.SelfCPU, res), res.otherCores, exhausted(res))
 		}
-		for _, pair := range interleavedPairs {
-			if err := runInterleaved(s, scenarios, pair, pids, r, results); err != nil {
-				t.Fatalf("round %d, %s interleaved with %s: %v", r+1, pair[0], pair[1], err)
+		for _, group := range interleavedGroups {
+			if err := runInterleaved(s, scenarios, group, pids, r, results); err != nil {
+				t.Fatalf("round %d, %s interleaved: %v", r+1, strings.Join(group, ", "), err)
 			}
 		}
 	}
@@ -399,18 +399,18 @@ func takeProfile(server, admin, path string, d time.Duration) error {
 	return nil
 }
 
-// runInterleaved measures pair (a scenario and its baseline) interleaved, if
-// both are among scenarios: it prepares their pools for the warm-up slice and
-// the measured time, waits for a quiet server and adds both sides' results to
-// results under interleavedName.
-func runInterleaved(s *site, scenarios []scenario, pair [2]string, pids map[string]int, r int, results map[string][]result) error {
-	var sides [2]scenario
-	for i, name := range pair {
-		j := slices.IndexFunc(scenarios, func(sc scenario) bool { return sc.name == name })
-		if j < 0 {
-			return nil
+// runInterleaved measures the scenarios of group that run interleaved, if at
+// least two do (prepared as for a slot, then on a quiet server), and appends
+// their results under interleavedName.
+func runInterleaved(s *site, scenarios []scenario, group []string, pids map[string]int, r int, results map[string][]result) error {
+	var sides []scenario
+	for _, name := range group {
+		if j := slices.IndexFunc(scenarios, func(sc scenario) bool { return sc.name == name }); j >= 0 {
+			sides = append(sides, scenarios[j])
 		}
-		sides[i] = scenarios[j]
+	}
+	if len(sides) < 2 {
+		return nil
 	}
 	for _, sc := range sides {
 		if sc.prepare != nil {
@@ -420,21 +420,25 @@ func runInterleaved(s *site, scenarios []scenario, pair [2]string, pids map[stri
 		}
 	}
 	if waited, idle := loadgen.WaitIdle(s.pid, quietCores, quietWindow, quietMax); !idle {
-		logf("round %d, %s interleaved: caddy still busy after %s; measuring anyway", r+1, pair[0], waited.Round(time.Second))
+		logf("round %d, %s interleaved: caddy still busy after %s; measuring anyway", r+1, sides[0].name, waited.Round(time.Second))
 	}
-	ra, rb, err := interleave(sides[0], sides[1], pids, *loadSlice, *loadDuration)
+	rs, err := interleave(sides, pids, *loadSlice, *loadDuration)
 	if err != nil {
 		return err
 	}
-	for _, x := range []struct {
-		sc  scenario
-		res result
-	}{{sides[0], ra}, {sides[1], rb}} {
-		results[interleavedName(x.sc.name)] = append(results[interleavedName(x.sc.name)], x.res)
+	for i, sc := range sides {
+		res := rs[i]
+		results[interleavedName(sc.name)] = append(results[interleavedName(sc.name)], res)
 		fmt.Printf("round %d  %-12s %9.0f %s/s  interleaved, %d slices of %s  server %6.1f µs/op  this process %6.1f µs/op  others %.2f cores%s\n",
-			r+1, x.sc.name, x.res.Rate(), x.sc.unit, x.res.pairs, *loadSlice, perOp(x.res.ProcessCPU, x.res), perOp(x.res.SelfCPU, x.res), x.res.otherCores, exhausted(x.res))
+			r+1, sc.name, res.Rate(), sc.unit, res.turns, *loadSlice, perOp(res.ProcessCPU, res), perOp(res.SelfCPU, res), res.otherCores, exhausted(res))
 	}
-	fmt.Printf("round %d  %s / %s interleaved: %.2f\n", r+1, pair[0], pair[1], ra.Rate()/rb.Rate())
+	for _, p := range interleavedRatios {
+		a, b := slices.Index(group, p[0]), slices.Index(group, p[1])
+		ra, rb := results[interleavedName(p[0])], results[interleavedName(p[1])]
+		if a >= 0 && b >= 0 && len(ra) > 0 && len(rb) > 0 {
+			fmt.Printf("round %d  %s / %s interleaved: %.2f\n", r+1, p[0], p[1], ra[len(ra)-1].Rate()/rb[len(rb)-1].Rate())
+		}
+	}
 	return nil
 }
 

@@ -46,10 +46,16 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	fmt.Fprintf(&b, "store: %d humans, %d agents (seeded, then copied for the run); the load generator writes raw HTTP/1.1 on keep-alive connections\n", cfg.Humans, cfg.Agents)
 	fmt.Fprintf(&b, "method: %d rounds x %d scenarios in a rotated order; %s warm-up + %s measured each; request scenarios %d connections, registrations and commits %d workers; medians over rounds; a ratio is the median of the per-round ratios\n",
 		*loadRounds, len(scenarios), *loadWarmup, *loadDuration, *loadConns, *loadAgents)
-	for _, pair := range interleavedPairs {
-		if rs := results[interleavedName(pair[0])]; len(rs) > 0 {
-			fmt.Fprintf(&b, "interleaved: once a round, %s and %s also in alternating %s slices (one warm-up slice of each, then %s of each), so that both see the same machine\n",
-				pair[0], pair[1], *loadSlice, *loadDuration)
+	for _, group := range interleavedGroups {
+		var ran []string
+		for _, name := range group {
+			if len(results[interleavedName(name)]) > 0 {
+				ran = append(ran, name)
+			}
+		}
+		if len(ran) >= 2 {
+			fmt.Fprintf(&b, "interleaved: once a round, %s also in turns of %s slices (one warm-up slice of each, then %s of each), so that their ratios compare the same machine\n",
+				strings.Join(ran, ", "), *loadSlice, *loadDuration)
 		}
 	}
 	b.WriteString("\n")
@@ -130,10 +136,10 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 		fmt.Fprintf(&b, "- with RS256 ID tokens, the three signatures cost %.0f µs of CPU; an exchange costs %.0f µs (caddy + load generator)\n",
 			loadgen.MedianOf(rs, totalCPU), loadgen.MedianOf(results["exchange-rs"], totalCPU))
 	}
-	for _, pair := range interleavedPairs {
+	for _, pair := range interleavedRatios {
 		if x, ok := ratioOf(results, interleavedName(pair[0]), interleavedName(pair[1]), rate); ok {
 			cpu, _ := ratioOf(results, interleavedName(pair[1]), interleavedName(pair[0]), totalCPU)
-			fmt.Fprintf(&b, "- %s / %s measured interleaved (alternating %s slices, the same machine for both): %.2f (CPU ratio %.2f); per round %s\n",
+			fmt.Fprintf(&b, "- %s / %s measured interleaved (turns of %s slices, the same machine for both): %.2f (CPU ratio %.2f); per round %s\n",
 				pair[0], pair[1], *loadSlice, x, cpu, perRound(results, pair[0], pair[1]))
 		}
 	}
@@ -173,10 +179,24 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	}
 	goal("1. verify/signature, registered device / minimal server (in process)", "verify-reg", "minimal", 1, goalVerify, true)
 	goal("1. verify/signature, unregistered device / minimal server (in process)", "verify-unreg", "minimal", 1, goalVerify, true)
-	goal("1'. verify/signature, registered device / minimal server (own process)", "verify-reg", "minimal-proc", 1, goalVerify, true)
-	goal("1'. verify/signature, unregistered device / minimal server (own process)", "verify-unreg", "minimal-proc", 1, goalVerify, true)
-	goal("1''. verify/signature, registered / minimal handler in Caddy (same Caddy, same request)", "verify-reg", "minimal-caddy", 1, goalVerify, true)
-	goal("1''. verify/signature, unregistered / minimal handler in Caddy (same Caddy, same request)", "verify-unreg", "minimal-caddy", 1, goalVerify, true)
+	// decide gives a ratio goal's row: from the interleaved results when they
+	// were measured (the separate slots' row then informs only), else from the
+	// slots.
+	decide := func(name, a, base string, want float64) {
+		if len(results[interleavedName(a)]) == 0 || len(results[interleavedName(base)]) == 0 {
+			goal(name, a, base, 1, want, true)
+			return
+		}
+		deciding = false
+		goal(name+", separate slots, not deciding", a, base, 1, want, true)
+		deciding = true
+		goal(name+", interleaved", interleavedName(a), interleavedName(base), 1, want, true)
+		fmt.Fprintf(&b, "     per round: %s\n", perRound(results, a, base))
+	}
+	decide("1'. verify/signature, registered device / minimal server (own process)", "verify-reg", "minimal-proc", goalVerify)
+	decide("1'. verify/signature, unregistered device / minimal server (own process)", "verify-unreg", "minimal-proc", goalVerify)
+	decide("1''. verify/signature, registered / minimal handler in Caddy (same Caddy, same request)", "verify-reg", "minimal-caddy", goalVerify)
+	decide("1''. verify/signature, unregistered / minimal handler in Caddy (same Caddy, same request)", "verify-unreg", "minimal-caddy", goalVerify)
 	for _, g := range []string{"device", "public-key"} {
 		goal("2. "+g+" / static respond", g, "static", 1, goalRead, true)
 	}
@@ -184,16 +204,7 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	for _, l := range []string{"device", "public-key"} {
 		goal("2. leaderboard p99 / "+l+" lookup p99", "leaderboard", l, 1, goalLeaderP99, false)
 	}
-	_, interleaved := results[interleavedName("exchange-rs")]
-	if interleaved {
-		deciding = false // the interleaved row below decides
-		goal("3. code exchange / its three signatures (RS256 ID tokens, the default), separate slots, not deciding", "exchange-rs", "signs-rs", 1, goalExchange, true)
-		deciding = true
-		goal("3. code exchange / its three signatures, interleaved (RS256 ID tokens)", interleavedName("exchange-rs"), interleavedName("signs-rs"), 1, goalExchange, true)
-		fmt.Fprintf(&b, "     per round: %s\n", perRound(results, "exchange-rs", "signs-rs"))
-	} else {
-		goal("3. code exchange / its three signatures (RS256 ID tokens, the default)", "exchange-rs", "signs-rs", 1, goalExchange, true)
-	}
+	decide("3. code exchange / its three signatures (RS256 ID tokens, the default)", "exchange-rs", "signs-rs", goalExchange)
 	if rs := results["exchange"]; len(rs) > 0 {
 		x := loadgen.MedianOf(rs, rate)
 		verdict := "PASS"
@@ -207,12 +218,12 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 }
 
 // perRound lists the per-round ratios of a's interleaved rate over b's, each
-// with its slice pairs (and a note where a pool ran out).
+// with its turns (and a note where a pool ran out).
 func perRound(results map[string][]result, a, b string) string {
 	ra, rb := results[interleavedName(a)], results[interleavedName(b)]
 	var out []string
 	for i := range min(len(ra), len(rb)) {
-		s := fmt.Sprintf("%.2f (%d pairs", ra[i].Rate()/rb[i].Rate(), ra[i].pairs)
+		s := fmt.Sprintf("%.2f (%d turns", ra[i].Rate()/rb[i].Rate(), ra[i].turns)
 		if ra[i].PoolExhaustedAt > 0 || rb[i].PoolExhaustedAt > 0 {
 			s += ", a pool ran out"
 		}

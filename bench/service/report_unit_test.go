@@ -55,16 +55,16 @@ func TestReportMinimalCaddy(t *testing.T) {
 }
 
 // interleavedRound is one round of an interleaved measurement: measured, over
-// pairs slice pairs.
-func interleavedRound(ops int, serverUS, selfUS time.Duration, pairs int) result {
+// turns slices.
+func interleavedRound(ops int, serverUS, selfUS time.Duration, turns int) result {
 	r := measured(ops, serverUS, selfUS)
-	r.pairs = pairs
+	r.turns = turns
 	return r
 }
 
 // TestReportInterleaved: with interleaved results, goal 3's ratio is decided
 // by the interleaved row (PASS or MISS, with its per-round ratios and slice
-// pairs), and the separate slots' row stays as information only; without
+// turns), and the separate slots' row stays as information only; without
 // them, the slots' row decides as before.
 func TestReportInterleaved(t *testing.T) {
 	scenarios := []scenario{
@@ -80,15 +80,15 @@ func TestReportInterleaved(t *testing.T) {
 	report := summarize(scenarios, results, SeedConfig{})
 	for _, want := range []string{
 		"info 3. code exchange / its three signatures (RS256 ID tokens, the default), separate slots, not deciding: 0.60 (goal >= 0.80; CPU ratio 0.80)",
-		"PASS 3. code exchange / its three signatures, interleaved (RS256 ID tokens): 0.88 (goal >= 0.80; CPU ratio 0.88)",
-		"per round: 0.85 (8 pairs), 0.90 (8 pairs)",
+		"PASS 3. code exchange / its three signatures (RS256 ID tokens, the default), interleaved: 0.88 (goal >= 0.80; CPU ratio 0.88)",
+		"per round: 0.85 (8 turns), 0.90 (8 turns)",
 		"- exchange-rs / signs-rs measured interleaved",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
 	}
-	if strings.Contains(report, "MISS 3.") || strings.Contains(report, "PASS 3. code exchange / its three signatures (RS256") {
+	if strings.Contains(report, "MISS 3.") || strings.Contains(report, "PASS 3. code exchange / its three signatures (RS256 ID tokens, the default):") {
 		t.Errorf("the separate slots still decide goal 3:\n%s", report)
 	}
 
@@ -96,8 +96,8 @@ func TestReportInterleaved(t *testing.T) {
 	results[interleavedName("exchange-rs")][1].PoolExhaustedAt = time.Second
 	report = summarize(scenarios, results, SeedConfig{})
 	for _, want := range []string{
-		"MISS 3. code exchange / its three signatures, interleaved (RS256 ID tokens): 0.72 (goal >= 0.80",
-		"per round: 0.70 (8 pairs), 0.75 (6 pairs, a pool ran out)",
+		"MISS 3. code exchange / its three signatures (RS256 ID tokens, the default), interleaved: 0.72 (goal >= 0.80",
+		"per round: 0.70 (8 turns), 0.75 (6 turns, a pool ran out)",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
@@ -110,5 +110,37 @@ func TestReportInterleaved(t *testing.T) {
 	if !strings.Contains(report, "MISS 3. code exchange / its three signatures (RS256 ID tokens, the default): 0.60 (goal >= 0.80") ||
 		strings.Contains(report, "interleaved") {
 		t.Errorf("without interleaved results, the slots' row must decide:\n%s", report)
+	}
+}
+
+// TestReportInterleavedVerify: goals 1' and 1” are decided by the
+// interleaved results of verify/signature and its baselines when they ran.
+func TestReportInterleavedVerify(t *testing.T) {
+	scenarios := []scenario{
+		{name: "minimal-proc", unit: "req", server: "minproc"},
+		{name: "minimal-caddy", unit: "req", server: "mincaddy"},
+		{name: "verify-reg", unit: "req", server: "caddy"},
+	}
+	results := map[string][]result{
+		"minimal-proc":                   {measured(5000, 160, 40)},
+		"minimal-caddy":                  {measured(4000, 185, 40)},
+		"verify-reg":                     {measured(4000, 190, 40)}, // 0.80 of minimal-proc in the slots
+		interleavedName("minimal-proc"):  {interleavedRound(5000, 160, 40, 10)},
+		interleavedName("minimal-caddy"): {interleavedRound(4400, 185, 40, 10)},
+		interleavedName("verify-reg"):    {interleavedRound(4600, 190, 40, 10)}, // 0.92 interleaved
+	}
+	report := summarize(scenarios, results, SeedConfig{})
+	for _, want := range []string{
+		"info 1'. verify/signature, registered device / minimal server (own process), separate slots, not deciding: 0.80",
+		"PASS 1'. verify/signature, registered device / minimal server (own process), interleaved: 0.92",
+		"PASS 1''. verify/signature, registered / minimal handler in Caddy (same Caddy, same request), interleaved: 1.05",
+		"- minimal-caddy / minimal-proc measured interleaved (turns of",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "MISS 1'") {
+		t.Errorf("the separate slots still decide goal 1':\n%s", report)
 	}
 }
