@@ -5,7 +5,6 @@
 package testserver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -77,7 +76,7 @@ type Server struct {
 	opts    Options
 	binary  string
 	homeDir string
-	log     *syncBuffer
+	log     *logFile
 
 	mu   sync.Mutex
 	proc *process // the current process; nil when stopped
@@ -170,8 +169,12 @@ func newServer(t testing.TB, opts Options) *Server {
 		opts:       opts,
 		binary:     opts.Binary,
 		homeDir:    filepath.Join(dir, "home"),
-		log:        &syncBuffer{},
 	}
+	var err error
+	if s.log, err = openLog(filepath.Join(dir, "caddy.log")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.log.f.Close() })
 	for _, d := range []string{s.homeDir, filepath.Join(s.homeDir, "data"), filepath.Join(s.homeDir, "config")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -228,8 +231,8 @@ func (s *Server) writeConfig() error {
 func (s *Server) spawn() (*process, error) {
 	cmd := exec.Command(s.binary, "run", "--config", s.ConfigPath, "--adapter", "caddyfile")
 	cmd.Env = s.env()
-	cmd.Stdout = s.log
-	cmd.Stderr = s.log
+	cmd.Stdout = s.log.f
+	cmd.Stderr = s.log.f
 	// If the test process dies abruptly, the server dies with it (Linux).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	fmt.Fprintf(s.log, "=== %s run (config %s)\n", time.Now().Format(time.RFC3339Nano), s.ConfigPath)
@@ -532,22 +535,23 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// logFile is a server's log: a file the caddy process writes to itself (its
+// stdout and stderr), so that no pipe, and no goroutine copying it, costs the
+// test process CPU for each line (the load scripts share the cores with
+// caddy); the harness appends its own lines to it.
+type logFile struct{ f *os.File }
+
+func openLog(path string) (*logFile, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+	return &logFile{f: f}, err
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+func (l *logFile) Write(p []byte) (int, error) { return l.f.Write(p) }
 
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// String is the log so far.
+func (l *logFile) String() string {
+	b, _ := os.ReadFile(l.f.Name())
+	return string(b)
 }
 
 func tail(s string, n int) string {
