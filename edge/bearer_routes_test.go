@@ -160,7 +160,7 @@ func TestLogout(t *testing.T) {
 
 	tok := e.tokens(t, "alice")
 	bad := url.Values{"id_token_hint": {tok["id_token"].(string)}, "post_logout_redirect_uri": {"https://evil.example/"}}
-	w = e.get(t, "/oauth2/logout?"+bad.Encode())
+	w = e.getPage(t, "/oauth2/logout?"+bad.Encode())
 	wantPage(t, w, http.StatusBadRequest, "Sign-out refused")
 	if w.Header().Get("Location") != "" {
 		t.Errorf("an unregistered post_logout_redirect_uri was followed: %q", w.Header().Get("Location"))
@@ -175,6 +175,7 @@ func TestLogout(t *testing.T) {
 	}
 	wantChallenge(t, e.do(t, req{method: http.MethodGet, target: "/oauth2/userinfo", header: bearer(tok["access_token"].(string))}), http.StatusUnauthorized, "invalid_token")
 
-	w = e.get(t, "/oauth2/logout?id_token_hint=garbage")
+	w = e.getPage(t, "/oauth2/logout?id_token_hint=garbage")
 	wantPage(t, w, http.StatusBadRequest, "Sign-out refused")
+	wantOAuthError(t, e.get(t, "/oauth2/logout?id_token_hint=garbage"), http.StatusBadRequest, "invalid_request")
 }

@@ -263,6 +263,12 @@ func (e *testEnv) get(t *testing.T, target string) *httptest.ResponseRecorder {
 	return e.do(t, req{method: http.MethodGet, target: target})
 }
 
+// getPage GETs target as a browser's navigation does (Accept text/html).
+func (e *testEnv) getPage(t *testing.T, target string) *httptest.ResponseRecorder {
+	t.Helper()
+	return e.do(t, req{method: http.MethodGet, target: target, header: http.Header{"Accept": {browserAccept}}})
+}
+
 func (e *testEnv) getJSON(t *testing.T, target string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
 	t.Helper()
 	return e.do(t, req{method: http.MethodGet, target: target, header: http.Header{"Accept": {"application/json"}}, cookies: cookies})

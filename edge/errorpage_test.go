@@ -1,6 +1,7 @@
 package edge_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -160,6 +161,25 @@ func TestLogoutErrorPageSpeaksPlainly(t *testing.T) {
 	if !strings.Contains(tech, "post_logout_redirect_uri is not registered") {
 		t.Errorf("the small print lacks the protocol's text:\n%s", body)
 	}
+}
+
+// TestLogoutRefusalToPrograms: a program (Accept application/json, */* or none)
+// gets a refused logout in the OAuth dialect, not the page; a browser still gets
+// the page.
+func TestLogoutRefusalToPrograms(t *testing.T) {
+	e := newEnv(t)
+	q := url.Values{"client_id": {testClientID}, "post_logout_redirect_uri": {"https://evil.example.net/out"}}
+	for _, accept := range []string{"application/json", "*/*", ""} {
+		w := e.do(t, req{method: http.MethodGet, target: "/oauth2/logout?" + q.Encode(), header: http.Header{"Accept": {accept}}})
+		if m := wantOAuthError(t, w, http.StatusBadRequest, "invalid_request"); !strings.Contains(fmt.Sprint(m["error_description"]), "post_logout_redirect_uri") {
+			t.Errorf("Accept %q: the description does not say what was refused: %v", accept, m)
+		}
+		if w.Header().Get("Location") != "" {
+			t.Errorf("Accept %q: a refused logout redirects to %q", accept, w.Header().Get("Location"))
+		}
+	}
+	w := e.do(t, req{method: http.MethodGet, target: "/oauth2/logout?" + q.Encode(), header: http.Header{"Accept": {browserAccept}}})
+	wantErrorPage(t, w, http.StatusBadRequest, "Sign-out refused", "invalid_request")
 }
 
 // TestPalmAppPage: a scan URL opened in a phone's browser (no palm app) answers

@@ -45,8 +45,9 @@ func TestBodyTooLarge(t *testing.T) {
 	wantOAuthError(t, e.postForm(t, "/oauth2/token", form, nil), http.StatusRequestEntityTooLarge, "invalid_request")
 	wantOAuthError(t, e.postForm(t, "/oauth2/authorize", form, nil), http.StatusRequestEntityTooLarge, "invalid_request")
 
-	w = e.postForm(t, "/oauth2/logout", url.Values{"state": {big}}, nil)
+	w = e.postForm(t, "/oauth2/logout", url.Values{"state": {big}}, http.Header{"Accept": {browserAccept}})
 	wantPage(t, w, http.StatusRequestEntityTooLarge, "Sign-out refused")
+	wantOAuthError(t, e.postForm(t, "/oauth2/logout", url.Values{"state": {big}}, nil), http.StatusRequestEntityTooLarge, "invalid_request")
 }
 
 // TestRateLimit: past the rate limit, unauthenticated writes are 429 with
@@ -77,13 +78,16 @@ func TestRateLimit(t *testing.T) {
 	})
 	t.Run("logout", func(t *testing.T) {
 		e := newEnv(t, withRateLimit(1))
-		e.get(t, "/oauth2/logout")
-		w := e.get(t, "/oauth2/logout")
+		e.getPage(t, "/oauth2/logout")
+		w := e.getPage(t, "/oauth2/logout")
 		wantStatus(t, w, http.StatusTooManyRequests)
 		wantRetryAfter(t, w)
 		if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
 			t.Errorf("Content-Type %q, want the signed-out page", ct)
 		}
+		w = e.get(t, "/oauth2/logout") // a program
+		wantOAuthError(t, w, http.StatusTooManyRequests, "temporarily_unavailable")
+		wantRetryAfter(t, w)
 	})
 	t.Run("token failures", func(t *testing.T) {
 		e := newEnv(t, withRateLimit(2))
@@ -145,7 +149,7 @@ func TestStoreUnavailable(t *testing.T) {
 	})
 	t.Run("page", func(t *testing.T) {
 		q := url.Values{"id_token_hint": {tok["id_token"].(string)}, "post_logout_redirect_uri": {testPostLogout}}
-		w := e.get(t, "/oauth2/logout?"+q.Encode())
+		w := e.getPage(t, "/oauth2/logout?"+q.Encode())
 		wantPage(t, w, http.StatusServiceUnavailable, "unavailable")
 		wantRetryAfter(t, w)
 		if w.Header().Get("Location") != "" {

@@ -237,7 +237,9 @@ func TestPageMapper(t *testing.T) {
 	for _, c := range faultClasses() {
 		t.Run(c.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			s.writeLogoutError(w, httptest.NewRequest("GET", "/oauth2/logout", nil), c.err)
+			r := httptest.NewRequest("GET", "/oauth2/logout", nil)
+			r.Header.Set("Accept", "text/html")
+			s.writeLogoutError(w, r, c.err)
 			want[c.name].check(t, w, "")
 			if ct := w.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" || !strings.Contains(w.Body.String(), "Sign-out refused") {
 				t.Errorf("Content-Type %q, body %s: want the signed-out page", ct, w.Body)

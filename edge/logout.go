@@ -80,8 +80,13 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 // again" words for a temporary refusal (the store's outage included), 500 for
 // anything that is not a fault (logged). The person reads plain words; the
 // protocol's text (post_logout_redirect_uri, id_token_hint ...) stays in the small
-// print, for the application's developer.
+// print, for the application's developer. A program (no text/html in its
+// Accept) gets the same refusal in the OAuth dialect, as the token endpoint's.
 func (s *Server) writeLogoutError(w http.ResponseWriter, r *http.Request, err error) {
+	if !acceptsHTML(r) {
+		s.writeOAuthError(w, r, err)
+		return
+	}
 	status, d, f := pageOf(err)
 	if status == http.StatusInternalServerError {
 		s.logger.Error("palmgate logout failed", zap.Error(err))

@@ -64,7 +64,7 @@ func TestDynamicClientLogout(t *testing.T) {
 		if resp.Status != http.StatusFound || resp.Header.Get("Location") != bye {
 			t.Errorf("logout with client_id %s: %d %q", c.id, resp.Status, resp.Header.Get("Location"))
 		}
-		logoutPage(t, e.do(t, "GET", "/oauth2/logout?"+url.Values{"id_token_hint": {kept.id}, "post_logout_redirect_uri": {"https://evil.example/"}}.Encode(), nil),
+		logoutPage(t, e.do(t, "GET", "/oauth2/logout?"+url.Values{"id_token_hint": {kept.id}, "post_logout_redirect_uri": {"https://evil.example/"}}.Encode(), nil, "Accept", browserAccept),
 			http.StatusBadRequest, "not registered")
 		e.expectUserinfo(t, kept.access, kept.sub)
 

@@ -31,7 +31,8 @@ func logoutPage(t *testing.T, resp *testserver.Response, status int, text string
 // TestOIDCLogout covers RP-initiated logout (OpenID Connect RP-Initiated Logout
 // 1.0) at /oauth2/logout: the login named by id_token_hint ends (its refresh
 // token and its access tokens stop working), the browser goes to the registered
-// post_logout_redirect_uri with state, and every refusal is a 400 page.
+// post_logout_redirect_uri with state, and every refusal is a 400 page (OAuth JSON
+// to a program).
 func TestOIDCLogout(t *testing.T) {
 	t.Parallel()
 	shop, other := newOIDCClient("shop", ""), newOIDCClient("other", "")
@@ -116,8 +117,13 @@ func TestOIDCLogout(t *testing.T) {
 			{"unknown client", url.Values{"client_id": {"nobody"}, "post_logout_redirect_uri": {shop.postLogout[0]}}},
 		}
 		for _, tc := range cases {
-			resp := e.do(t, "GET", "/oauth2/logout?"+tc.q.Encode(), nil)
+			resp := e.do(t, "GET", "/oauth2/logout?"+tc.q.Encode(), nil, "Accept", browserAccept)
 			logoutPage(t, resp, http.StatusBadRequest, "Sign-out refused")
+			// A program gets the same refusal as OAuth JSON.
+			resp = e.do(t, "GET", "/oauth2/logout?"+tc.q.Encode(), nil, "Accept", "application/json")
+			if resp.Status != http.StatusBadRequest || resp.Header.Get("Location") != "" || !strings.Contains(string(resp.Body), `"error":"invalid_request"`) {
+				t.Errorf("%s (%s): status %d, Location %q, body %s; want 400 invalid_request JSON", resp.Request, tc.name, resp.Status, resp.Header.Get("Location"), testserver.Snippet(resp.Body))
+			}
 		}
 		// Nothing was revoked by the refusals.
 		e.expectUserinfo(t, tok.access, tok.sub)
