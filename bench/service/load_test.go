@@ -312,6 +312,13 @@ func TestServiceLoad(t *testing.T) {
 		t.Fatalf("after the rounds: %v", err)
 	}
 	report := summarize(scenarios, results, cfg)
+	if i := slices.IndexFunc(scenarios, func(sc scenario) bool { return sc.name == "signs-rs" }); *loadWrk && i >= 0 && selected("exchange-rs") {
+		lines, err := wrkExchange(s, rs, scenarios[i])
+		if err != nil {
+			t.Fatalf("wrk cross-check: %v", err)
+		}
+		report += "\n" + lines
+	}
 	fmt.Print("\n" + report)
 	if *loadOut != "" {
 		if err := os.WriteFile(*loadOut, []byte(report), 0o644); err != nil {
