@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,7 +286,13 @@ func runExampleAgent(t *testing.T, a *agent, args ...string) string {
 	cmd := exec.Command(bin, append(args[:1:1], append([]string{"-key", keyPath}, args[1:]...)...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("examples/agent %v: %v\n%s", args, err, out)
+		shown := slices.Clone(args) // the client's secret stays out of the test's output
+		for i := range shown[:max(0, len(shown)-1)] {
+			if shown[i] == "-secret" {
+				shown[i+1] = "REDACTED"
+			}
+		}
+		t.Fatalf("examples/agent %v: %v\n%s", shown, err, out)
 	}
 	return string(out)
 }
