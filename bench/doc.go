@@ -2,7 +2,9 @@
 // Caddy (cmd/caddy, started by internal/testserver), on one Caddy instance and in
 // one run: reverse_proxy alone, palmgate_bearer in front of the same
 // reverse_proxy (a reused token served from the verified-token cache, the cache
-// turned off, a new token on every request) and /oauth2/check.
+// turned off, a new token on every request) and /oauth2/check. Each round
+// measures them all in turns of short slices (loadgen.Interleave), so that each
+// ratio to reverse_proxy compares the same stretch of the machine's time.
 //
 // It holds no code of its own outside its tests; the load generator (raw
 // HTTP/1.1 connections, the measured runs, the CPU accounting) is

@@ -9,7 +9,10 @@
 //     beside both; and against the same minimal handler as a Caddy module
 //     (bench/minimalcaddy) in the bench's own build of Caddy, the same site
 //     shape as palmgate's (scenario minimal-caddy: the binary is built into a
-//     temporary directory, or taken from PALMGATE_BENCH_CADDY_MINIMAL);
+//     temporary directory, or taken from PALMGATE_BENCH_CADDY_MINIMAL); these
+//     ratios are decided by measuring the four scenarios interleaved, in turns
+//     of slices of one round (loadgen.Interleave), so that the machine's drift
+//     between slots does not decide them;
 //  2. device and public-key lookups and the leaderboard, on a store seeded with
 //     100k humans and 1M agents, against Caddy's static `respond` (of a body as
 //     long as the leaderboard's for the leaderboard);
@@ -17,8 +20,8 @@
 //     signatures (ES256 ID token, access and refresh tokens: the bench client's
 //     id_token_signed_response_alg is ES256) by core/keys; with RS256 ID tokens
 //     (the default) the ratio is decided by measuring the exchange and its
-//     signatures interleaved, in alternating slices of one round, so that the
-//     machine's drift between slots does not decide it;
+//     signatures interleaved too; -load.wrk measures it once more with wrk as
+//     the exchange's client;
 //  4. agent registrations (init, then completion by a palm attestor's signed
 //     assertion) by 64 concurrent agents against Badger's own synced-commit rate.
 //
