@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +39,9 @@ const (
 	// gcDiscardRatio makes GC rewrite a value log file once half of it is garbage.
 	gcDiscardRatio = 0.5
 )
+
+// retryPause is the pause between conflicting attempts.
+var retryPause = storage.Backoff{Min: minBackoff, Max: maxBackoff}
 
 // ErrClosed is returned by Update and View once the store has been closed.
 var ErrClosed = errors.New("badgerstore: store is closed")
@@ -228,7 +230,7 @@ func (s *Store) updateAlone(ctx context.Context, fn func(storage.Txn) error, fir
 		if exclusive {
 			continue // no one to make room for
 		}
-		if err := sleep(ctx, backoff(attempt)); err != nil {
+		if err := storage.Sleep(ctx, retryPause.Before(attempt)); err != nil {
 			return fmt.Errorf("badgerstore: update: %w", err)
 		}
 	}
@@ -328,24 +330,6 @@ func (s *Store) runGC(interval time.Duration) {
 			s.log.Debug("badger value log GC done", zap.String("dir", s.dir), zap.Int("rewrites", rewrites))
 			break
 		}
-	}
-}
-
-// backoff returns the pause before attempt+1 after attempt conflicted.
-func backoff(attempt int) time.Duration {
-	ceiling := min(minBackoff<<min(attempt-1, 16), maxBackoff)
-	return minBackoff/2 + rand.N(ceiling)
-}
-
-// sleep pauses for d or until ctx is done, whichever comes first.
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/storage"
 )
 
 // migrations are the steps of palmgate's schema, in order: the schema at version v
@@ -62,7 +64,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err == nil || attempt >= maxMigrateAttempts || !raced(err) {
 			return err
 		}
-		if err := sleep(ctx, backoff(attempt+4)); err != nil {
+		if err := storage.Sleep(ctx, retryPause.Before(attempt+4)); err != nil {
 			return fmt.Errorf("pgstore: migrating the schema on %s: %w", s.host, err)
 		}
 	}

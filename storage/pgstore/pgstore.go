@@ -105,6 +105,9 @@ const (
 	maxBackoff = 100 * time.Millisecond
 )
 
+// retryPause is the pause between attempts.
+var retryPause = storage.Backoff{Min: minBackoff, Max: maxBackoff}
+
 // ErrClosed is returned by Update and View once the store has been closed.
 var ErrClosed = errors.New("pgstore: store is closed")
 

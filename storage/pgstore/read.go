@@ -73,7 +73,7 @@ func (s *Store) ReadKey(ctx context.Context, key []byte) ([]byte, error) {
 			return nil, err
 		}
 		s.retries.Add(1)
-		if err := sleep(ctx, backoff(attempt)); err != nil {
+		if err := storage.Sleep(ctx, retryPause.Before(attempt)); err != nil {
 			return nil, fmt.Errorf("pgstore: read: %w", err)
 		}
 	}

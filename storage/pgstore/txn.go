@@ -181,7 +181,7 @@ func (t *txn) reconnect() error {
 	t.conn.Release() // a closed connection is destroyed, not pooled
 	t.conn = nil
 	t.s.retries.Add(1)
-	if err := sleep(t.ctx, backoff(1)); err != nil {
+	if err := storage.Sleep(t.ctx, retryPause.Before(1)); err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	conn, err := t.s.acquire(t.ctx)

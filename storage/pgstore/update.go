@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/palmgate/palmgate/storage"
@@ -60,7 +59,7 @@ func (s *Store) update(ctx context.Context, fn func(storage.Txn) error) error {
 			s.conflictRetry()
 		}
 		s.retries.Add(1)
-		if err := sleep(ctx, backoff(attempt)); err != nil {
+		if err := storage.Sleep(ctx, retryPause.Before(attempt)); err != nil {
 			return fmt.Errorf("pgstore: update: %w", err)
 		}
 	}
@@ -127,22 +126,4 @@ func retryOf(err error) retryKind {
 		return retryUnavailable
 	}
 	return noRetry
-}
-
-// backoff returns the pause before attempt+1 after attempt failed.
-func backoff(attempt int) time.Duration {
-	ceiling := min(minBackoff<<min(attempt-1, 16), maxBackoff)
-	return minBackoff/2 + rand.N(ceiling)
-}
-
-// sleep pauses for d or until ctx is done, whichever comes first.
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }
