@@ -25,16 +25,7 @@ func TestAgentGrantEndsWithItsClient(t *testing.T) {
 	q.Set("client_id", ci.ID)
 	q.Set("scope", "openid")
 	q.Set("requested_actor", bot.deviceID)
-	e.agentConsent(t, q, "alice")
-	w := e.agentToken(t, bot, ci.ID, secret)
-	wantStatus(t, w, http.StatusOK)
-	access, _ := decode(t, w)["access_token"].(string)
-	check := func() int {
-		return e.do(t, req{method: http.MethodGet, target: "/oauth2/check?agents=allow", header: bearer(access)}).Code
-	}
-	if got := check(); got != http.StatusOK {
-		t.Fatalf("/oauth2/check of the agent's token: %d, want 200", got)
-	}
+	check := e.agentAccess(t, q, bot, ci.ID, secret)
 
 	if err := e.oidc.Clients().Delete(ctx, ci.ID, "dev-1"); err != nil {
 		t.Fatalf("deleting the client: %v", err)
@@ -42,7 +33,7 @@ func TestAgentGrantEndsWithItsClient(t *testing.T) {
 	if got := check(); got != http.StatusUnauthorized {
 		t.Errorf("/oauth2/check of the deleted client's agent token: %d, want 401", got)
 	}
-	w = e.agentToken(t, bot, ci.ID, secret)
+	w := e.agentToken(t, bot, ci.ID, secret)
 	wantStatus(t, w, http.StatusUnauthorized)
 	if m := decode(t, w); m["error"] != "invalid_client" {
 		t.Errorf("agent token for the deleted client = %s; want invalid_client", w.Body)

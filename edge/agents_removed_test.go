@@ -21,19 +21,10 @@ func TestAgentRemovedByItsOwnerLosesItsTokens(t *testing.T) {
 	e.register(t, other, "alice")
 	q := authorizeQuery()
 	q.Set("requested_actor", bot.deviceID)
-	e.agentConsent(t, q, "alice")
-	w := e.agentToken(t, bot, testClientID, testSecret)
-	wantStatus(t, w, http.StatusOK)
-	access, _ := decode(t, w)["access_token"].(string)
-	check := func() int {
-		return e.do(t, req{method: http.MethodGet, target: "/oauth2/check?agents=allow", header: bearer(access)}).Code
-	}
-	if got := check(); got != http.StatusOK {
-		t.Fatalf("/oauth2/check of the agent's token: %d, want 200", got)
-	}
+	check := e.agentAccess(t, q, bot, testClientID, testSecret)
 
 	cookie, csrf := e.ownerSignIn(t, "alice")
-	w = e.ownerPost(t, "/v1/human/agents/remove", cookie, url.Values{"csrf": {csrf}, "deviceId": {bot.deviceID}})
+	w := e.ownerPost(t, "/v1/human/agents/remove", cookie, url.Values{"csrf": {csrf}, "deviceId": {bot.deviceID}})
 	wantPage(t, w, http.StatusOK, "Removed removed-bot.")
 	if got := check(); got != http.StatusUnauthorized {
 		t.Errorf("/oauth2/check of the removed agent's live token: %d, want 401", got)

@@ -28,6 +28,25 @@ func (e *testEnv) agentConsent(t *testing.T, q url.Values, palmSubject string) {
 
 // agentToken asks the token endpoint for a token of agent bot (the jwt-bearer
 // grant, an assertion with a fresh jti) as client clientID.
+// agentAccess has alice consent to bot acting for her at clientID (q, the
+// authorization request with requested_actor), gets the agent's token, and
+// returns a check of that token at /oauth2/check?agents=allow (its status),
+// which answers 200 now.
+func (e *testEnv) agentAccess(t *testing.T, q url.Values, bot *testAgent, clientID, secret string) (check func() int) {
+	t.Helper()
+	e.agentConsent(t, q, "alice")
+	w := e.agentToken(t, bot, clientID, secret)
+	wantStatus(t, w, http.StatusOK)
+	access, _ := decode(t, w)["access_token"].(string)
+	check = func() int {
+		return e.do(t, req{method: http.MethodGet, target: "/oauth2/check?agents=allow", header: bearer(access)}).Code
+	}
+	if got := check(); got != http.StatusOK {
+		t.Fatalf("/oauth2/check of the agent's token: %d, want 200", got)
+	}
+	return check
+}
+
 func (e *testEnv) agentToken(t *testing.T, bot *testAgent, clientID, secret string) *recorder {
 	t.Helper()
 	now := e.clock.Now()
