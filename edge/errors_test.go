@@ -155,6 +155,12 @@ func TestStoreUnavailable(t *testing.T) {
 		if w.Header().Get("Location") != "" {
 			t.Error("a logout that could not end the grant redirected as if it had")
 		}
+		w = e.get(t, "/oauth2/logout?"+q.Encode()) // a program: the OAuth dialect
+		wantOAuthError(t, w, http.StatusServiceUnavailable, "temporarily_unavailable")
+		wantRetryAfter(t, w)
+		if w.Header().Get("Location") != "" {
+			t.Error("a logout that could not end the grant redirected a program as if it had")
+		}
 	})
 	t.Run("verify page", func(t *testing.T) {
 		for _, w := range []*recorder{
