@@ -250,9 +250,12 @@ func TestKeyRotationScheduled(t *testing.T) {
 			t.Errorf("%d active %s keys seen in %s, want at most %d (one per %s)", n, alg, elapsed.Round(time.Second), limit, every)
 		}
 	}
-	logs := p.a.Log() + p.b.Log()
-	if !strings.Contains(logs, "signing key rotated on schedule") || !strings.Contains(logs, "retired signing key dropped") {
-		t.Error("the logs lack the rotation and drop entries")
+	logA, logB := p.a.Log(), p.b.Log()
+	for _, entry := range []string{"signing key rotated on schedule", "retired signing key dropped"} {
+		if !strings.Contains(logA+logB, entry) {
+			t.Errorf("neither log has %q (A: %d bytes, %d lines of palmgate; B: %d bytes, %d lines of palmgate)",
+				entry, len(logA), strings.Count(logA, `"logger":"palmgate`), len(logB), strings.Count(logB, `"logger":"palmgate`))
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -548,10 +549,20 @@ func openLog(path string) (*logFile, error) {
 
 func (l *logFile) Write(p []byte) (int, error) { return l.f.Write(p) }
 
-// String is the log so far.
+// String is the log so far, read through the open file (no new descriptor, so
+// a busy test process cannot fail to open it). A failed read says so in the
+// text, rather than passing for an empty log.
 func (l *logFile) String() string {
-	b, _ := os.ReadFile(l.f.Name())
-	return string(b)
+	st, err := l.f.Stat()
+	if err != nil {
+		return fmt.Sprintf("=== reading the log %s: %v\n", l.f.Name(), err)
+	}
+	b := make([]byte, st.Size())
+	n, err := l.f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Sprintf("%s\n=== reading the log %s: %v\n", b[:n], l.f.Name(), err)
+	}
+	return string(b[:n])
 }
 
 func tail(s string, n int) string {
