@@ -81,7 +81,8 @@ type Store struct {
 	// round of conflicting transactions has one winner, and a loser can keep losing.
 	writeMu sync.RWMutex
 
-	group group // Updates waiting to be committed together
+	group group     // Updates waiting to be committed together
+	reads snapshots // the read transaction Views share until the next commit (snapshot.go)
 
 	stopGC chan struct{} // closed by Close to stop the GC goroutine
 	gcDone chan struct{} // closed by the GC goroutine when it has returned
@@ -255,7 +256,9 @@ func (s *Store) attempt(fn func(storage.Txn) error, exclusive bool) (conflict bo
 	if err != nil {
 		return false, err
 	}
-	if err := btx.Commit(); err != nil {
+	err = btx.Commit()
+	s.reads.retire()
+	if err != nil {
 		if errors.Is(err, badger.ErrConflict) {
 			return true, err
 		}
@@ -264,8 +267,9 @@ func (s *Store) attempt(fn func(storage.Txn) error, exclusive bool) (conflict bo
 	return false, nil
 }
 
-// View runs fn in a read-only transaction over a consistent snapshot. Set and
-// Delete inside it return an error. ctx is checked before fn runs.
+// View runs fn in a read-only transaction over a consistent snapshot, which it
+// shares with the other Views since the last commit (snapshot.go). Set and Delete
+// inside it return an error. ctx is checked before fn runs.
 func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
 	if s.obs != nil {
 		defer storage.ObserveSince(s.obs, storage.OpView, time.Now())
@@ -278,9 +282,9 @@ func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("badgerstore: view: %w", err)
 	}
-	btx := s.db.NewTransaction(false)
-	defer btx.Discard()
-	tx := &txn{btx: btx}
+	sn := s.reads.acquire(s.db)
+	defer s.reads.release(sn)
+	tx := &txn{btx: sn.btx}
 	defer func() { tx.done = true }()
 	return fn(tx)
 }
@@ -296,6 +300,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	close(s.stopGC)
 	<-s.gcDone
+	s.reads.retire() // no View runs: discarded now
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("closing badger at %s: %w", s.dir, err)
 	}

@@ -165,7 +165,9 @@ func (s *Store) attemptGroup(calls []*groupCall) (failed int, committed bool) {
 			return i, false
 		}
 	}
-	if err := btx.Commit(); err != nil {
+	err := btx.Commit()
+	s.reads.retire()
+	if err != nil {
 		if lone {
 			if errors.Is(err, badger.ErrConflict) {
 				calls[0].alone, calls[0].conflicted = true, true
