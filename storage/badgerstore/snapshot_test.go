@@ -197,3 +197,56 @@ func TestImportRetiresTheSnapshot(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// BenchmarkView measures a View that reads one key, present or missing (as an
+// unregistered key's lookup is), on every core: alone, and while another
+// goroutine commits small synced Updates one after another (a View that begins
+// its own transaction then waits for the commit in flight).
+func BenchmarkView(b *testing.B) {
+	for _, writing := range []bool{false, true} {
+		for _, key := range []string{"present", "missing"} {
+			b.Run(fmt.Sprintf("key=%s/commits=%t", key, writing), func(b *testing.B) {
+				s := open(b, b.TempDir())
+				defer s.Close()
+				if err := s.Update(b.Context(), func(tx storage.Txn) error { return tx.Set([]byte("present"), []byte("v"), 0) }); err != nil {
+					b.Fatal(err)
+				}
+				stop := make(chan struct{})
+				var wg sync.WaitGroup
+				if writing {
+					wg.Go(func() {
+						for i := 0; ; i++ {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							if err := s.Update(b.Context(), func(tx storage.Txn) error {
+								return tx.Set(fmt.Appendf(nil, "w/%d", i), []byte("v"), 0)
+							}); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						err := s.View(b.Context(), func(tx storage.Txn) error {
+							_, err := tx.Get([]byte(key))
+							return err
+						})
+						if err != nil && !errors.Is(err, storage.ErrNotFound) {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.StopTimer()
+				close(stop)
+				wg.Wait()
+			})
+		}
+	}
+}
