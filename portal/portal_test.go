@@ -6,28 +6,19 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/clocktest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/memstore"
 )
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// clock is the settable clock of core's tests.
+type clock = clocktest.Clock
 
 func newPortal(t *testing.T, issuer string) (*Portal, *clock) {
 	t.Helper()
@@ -54,7 +45,7 @@ func newPortalStore(t *testing.T, issuer string) (*Portal, storage.Store, *clock
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{now: time.Now()}
+	c := clocktest.New(time.Now())
 	return New(Config{OIDC: svc, Store: store, Issuer: issuer, Now: c.Now, SessionTTL: time.Hour}), store, c
 }
 
