@@ -29,8 +29,15 @@ func newPortal(t *testing.T, issuer string) (*Portal, *clock) {
 // newPortalStore is newPortal with its store.
 func newPortalStore(t *testing.T, issuer string) (*Portal, storage.Store, *clock) {
 	t.Helper()
-	ctx := context.Background()
 	store := memstore.New()
+	p, c := newPortalOn(t, issuer, store)
+	return p, store, c
+}
+
+// newPortalOn is newPortal with its provider on store.
+func newPortalOn(t *testing.T, issuer string, store storage.Store) (*Portal, *clock) {
+	t.Helper()
+	ctx := context.Background()
 	ps, err := palm.NewService(palm.Config{Store: store, Issuer: issuer, Dev: true})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +53,7 @@ func newPortalStore(t *testing.T, issuer string) (*Portal, storage.Store, *clock
 		t.Fatal(err)
 	}
 	c := clocktest.New(time.Now())
-	return New(Config{OIDC: svc, Store: store, Issuer: issuer, Now: c.Now, SessionTTL: time.Hour}), store, c
+	return New(Config{OIDC: svc, Store: store, Issuer: issuer, Now: c.Now, SessionTTL: time.Hour}), c
 }
 
 // signedIn returns the session cookie of a developer signed in as humanID.
