@@ -62,6 +62,59 @@ func TestViewsShareASnapshotUntilACommit(t *testing.T) {
 	}
 }
 
+// TestAnUpdateRunAloneRetiresTheSnapshot: an Update whose grouped commit
+// conflicts runs again in a transaction of its own (attempt); that commit
+// retires the snapshot too, including one a View began while it ran.
+func TestAnUpdateRunAloneRetiresTheSnapshot(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	set(t, s, "k", "v0", 0)
+	runs := 0
+	var during *badger.Txn
+	err := s.Update(t.Context(), func(tx storage.Txn) error {
+		runs++
+		if _, err := tx.Get([]byte("k")); err != nil {
+			return err
+		}
+		if runs == 1 {
+			// Another writer commits k meanwhile: this run's commit conflicts.
+			other := s.db.NewTransaction(true)
+			defer other.Discard()
+			if err := other.Set([]byte("k"), []byte("other")); err != nil {
+				return err
+			}
+			if err := other.Commit(); err != nil {
+				return err
+			}
+		} else {
+			// A View elsewhere begins a snapshot before this run commits.
+			got := make(chan *badger.Txn)
+			go func() {
+				var btx *badger.Txn
+				_ = s.View(context.Background(), func(tx storage.Txn) error { btx = tx.(*txn).btx; return nil })
+				got <- btx
+			}()
+			during = <-got
+		}
+		return tx.Set([]byte("k"), []byte("v2"), 0)
+	})
+	if err != nil || runs != 2 || during == nil {
+		t.Fatalf("Update = %v after %d runs (a View during the second: %t); want a conflict, then a commit alone", err, runs, during != nil)
+	}
+	if err := s.View(t.Context(), func(tx storage.Txn) error {
+		if tx.(*txn).btx == during {
+			return errors.New("a View after the Update read the snapshot begun before its commit")
+		}
+		v, err := tx.Get([]byte("k"))
+		if err != nil || string(v) != "v2" {
+			return fmt.Errorf("Get(k) = %q, %v; want v2", v, err)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestSharedSnapshotSeesExpiry: a record expires while the snapshot that read
 // it is still shared (no commit since): Badger checks expiry at each read.
 func TestSharedSnapshotSeesExpiry(t *testing.T) {
