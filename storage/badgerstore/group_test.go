@@ -3,7 +3,6 @@ package badgerstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -141,15 +140,7 @@ func TestGroupSerialSemantics(t *testing.T) {
 	release()
 	waitLeader()
 	wg.Wait()
-	if err := s.View(t.Context(), func(tx storage.Txn) error {
-		v, err := tx.Get([]byte("counter"))
-		if err == nil && string(v) != strconv.Itoa(n) {
-			err = fmt.Errorf("counter = %s, want %d", v, n)
-		}
-		return err
-	}); err != nil {
-		t.Error(err)
-	}
+	wantValue(t, s, "counter", strconv.Itoa(n))
 }
 
 // TestGroupFailingFnLeavesNoWrite checks that a fn failing in a group returns its

@@ -36,6 +36,24 @@ func set(t *testing.T, s *Store, key, value string, ttl time.Duration) {
 	}
 }
 
+// wantValue checks that a View reads want under key, and returns the Badger
+// transaction it read.
+func wantValue(t *testing.T, s *Store, key, want string) *badger.Txn {
+	t.Helper()
+	var btx *badger.Txn
+	if err := s.View(t.Context(), func(tx storage.Txn) error {
+		btx = tx.(*txn).btx
+		v, err := tx.Get([]byte(key))
+		if err == nil && string(v) != want {
+			err = fmt.Errorf("%s = %q, want %q", key, v, want)
+		}
+		return err
+	}); err != nil {
+		t.Error(err)
+	}
+	return btx
+}
+
 // TestViewsShareASnapshotUntilACommit: Views read one transaction until an
 // Update commits (whether grouped or not); the next View reads a new one, which
 // sees the commit.
@@ -47,18 +65,8 @@ func TestViewsShareASnapshotUntilACommit(t *testing.T) {
 		t.Error("two Views with no commit between them began two transactions, want one shared")
 	}
 	set(t, s, "k", "v1", 0)
-	after := viewTxn(t, s)
-	if after == first {
-		t.Fatal("a View after a commit read the snapshot from before it")
-	}
-	if err := s.View(t.Context(), func(tx storage.Txn) error {
-		v, err := tx.Get([]byte("k"))
-		if err != nil || string(v) != "v1" {
-			return fmt.Errorf("Get(k) = %q, %v; want v1", v, err)
-		}
-		return nil
-	}); err != nil {
-		t.Error(err)
+	if wantValue(t, s, "k", "v1") == first {
+		t.Error("a View after a commit read the snapshot from before it")
 	}
 }
 
@@ -101,17 +109,8 @@ func TestAnUpdateRunAloneRetiresTheSnapshot(t *testing.T) {
 	if err != nil || runs != 2 || during == nil {
 		t.Fatalf("Update = %v after %d runs (a View during the second: %t); want a conflict, then a commit alone", err, runs, during != nil)
 	}
-	if err := s.View(t.Context(), func(tx storage.Txn) error {
-		if tx.(*txn).btx == during {
-			return errors.New("a View after the Update read the snapshot begun before its commit")
-		}
-		v, err := tx.Get([]byte("k"))
-		if err != nil || string(v) != "v2" {
-			return fmt.Errorf("Get(k) = %q, %v; want v2", v, err)
-		}
-		return nil
-	}); err != nil {
-		t.Error(err)
+	if wantValue(t, s, "k", "v2") == during {
+		t.Error("a View after the Update read the snapshot begun before its commit")
 	}
 }
 
