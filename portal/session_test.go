@@ -120,6 +120,9 @@ func TestEndSessions(t *testing.T) {
 type downStore struct {
 	storage.Store
 	down atomic.Bool
+	// downAfterUpdate takes the store down once the next Update has run (as a
+	// database that goes away between a deletion and its clean-up).
+	downAfterUpdate atomic.Bool
 }
 
 func (s *downStore) View(ctx context.Context, fn func(storage.Txn) error) error {
@@ -133,7 +136,11 @@ func (s *downStore) Update(ctx context.Context, fn func(storage.Txn) error) erro
 	if s.down.Load() {
 		return fmt.Errorf("pgstore: begin: %w: connection refused", storage.ErrUnavailable)
 	}
-	return s.Store.Update(ctx, fn)
+	err := s.Store.Update(ctx, fn)
+	if s.downAfterUpdate.Load() {
+		s.down.Store(true)
+	}
+	return err
 }
 
 // TestSessionStoreDown: while the store cannot be read, a session cookie is
