@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -166,5 +167,24 @@ func TestFreePortNeverRepeats(t *testing.T) {
 			t.Fatalf("port %d handed out twice", p)
 		}
 		seen[p] = true
+	}
+}
+
+// TestLogFileSaysWhenUnreadable: the log reads back what was written, and a log
+// that cannot be read says so instead of passing for an empty one.
+func TestLogFileSaysWhenUnreadable(t *testing.T) {
+	l, err := openLog(filepath.Join(t.TempDir(), "caddy.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Write([]byte("line one\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.String(); got != "line one\n" {
+		t.Errorf("String() = %q, want the line written", got)
+	}
+	l.f.Close()
+	if got := l.String(); !strings.Contains(got, "=== reading the log") {
+		t.Errorf("String() of a closed log = %q, want it to say the read failed", got)
 	}
 }
