@@ -55,6 +55,12 @@ http://127.0.0.1:{port} {
 	handle /bare/* {
 		reverse_proxy 127.0.0.1:{upport}
 	}
+	handle /headers/* {
+		request_header X-Palmgate-Sub {identitysub}
+		request_header X-Palmgate-Scope "openid offline_access"
+		request_header X-Palmgate-Client-Id ` + clientID + `
+		reverse_proxy 127.0.0.1:{upport}
+	}
 	handle /cached/* {
 		palmgate_bearer {
 			scope openid
@@ -75,6 +81,10 @@ http://127.0.0.1:{upport} {
 }
 `
 
+// pairwiseSubLen is the length of a pairwise sub (base64url of an HMAC-SHA256),
+// the value of X-Palmgate-Sub: the headers scenario sets one as long.
+const pairwiseSubLen = 43
+
 // site is the running server, with one access token to reuse.
 type site struct {
 	*testserver.Server
@@ -93,7 +103,8 @@ func startSite(t testing.TB, chains int) *site {
 	t.Helper()
 	secret := randHex(16)
 	upport := testserver.FreePort(t)
-	cf := strings.NewReplacer("{upport}", strconv.Itoa(upport), "{secret}", secret).Replace(caddyfile)
+	cf := strings.NewReplacer("{upport}", strconv.Itoa(upport), "{secret}", secret,
+		"{identitysub}", strings.Repeat("s", pairwiseSubLen)).Replace(caddyfile)
 	s := &site{Server: testserver.Start(t, testserver.Options{Caddyfile: cf}), secret: secret}
 	s.pid = loadgen.FindPID(s.ConfigPath)
 	for i := range chains {

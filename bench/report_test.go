@@ -1,0 +1,37 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/palmgate/palmgate/internal/loadgen"
+)
+
+// TestSummarizeSeparatesTheHeadersFromTheCheck: the report gives what the
+// identity headers cost alone (headers / bare) and what palmgate_bearer costs
+// beyond them (cached / headers), from the same rounds' ratios to bare.
+func TestSummarizeSeparatesTheHeadersFromTheCheck(t *testing.T) {
+	at := func(name string, perSecond int) result {
+		return result{name: name, Result: loadgen.Result{Ops: perSecond, Elapsed: time.Second, ProcessCPU: time.Second, SelfCPU: time.Second}}
+	}
+	base := []scenario{{name: "bare"}, {name: "headers"}, {name: "cached"}}
+	results := map[string][]result{
+		"bare":    {at("bare", 1000)},
+		"headers": {at("headers", 940)},
+		"cached":  {at("cached", 960)},
+	}
+	report := summarize(base, results)
+	for _, want := range []string{
+		"(headers / bare): 0.94;",
+		"(cached / headers): 1.02",
+		"PASS reused token (cached) / bare reverse_proxy: 0.96",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	if report := summarize(base[:1], map[string][]result{"bare": results["bare"]}); strings.Contains(report, "headers / bare") {
+		t.Errorf("a report without the headers scenario names it:\n%s", report)
+	}
+}
