@@ -58,11 +58,11 @@ func Decode(data []byte, v any) error {
 	// in a CPU profile); anything else takes the Decoder, whose errors are the
 	// ones documented above.
 	if json.Valid(data) {
-		values, err := scanValid(data, fields)
+		values, err := scanValid(data, fields.byName)
 		if err != nil {
 			return err
 		}
-		return decodeValues(rv, values)
+		return decodeValues(rv, fields, values)
 	}
 	return decodeStream(data, rv, fields)
 }
@@ -75,7 +75,7 @@ type value struct {
 
 // decodeStream is Decode by encoding/json's Decoder: any body, the malformed
 // ones included.
-func decodeStream(data []byte, rv reflect.Value, fields map[string]int) error {
+func decodeStream(data []byte, rv reflect.Value, fields *structFields) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	tok, err := dec.Token()
 	if err != nil {
@@ -85,7 +85,7 @@ func decodeStream(data []byte, rv reflect.Value, fields map[string]int) error {
 		return ErrNotObject
 	}
 	var values []value
-	seen := make(map[string]struct{}, len(fields))
+	seen := make(map[string]struct{}, len(fields.byName))
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -100,7 +100,7 @@ func decodeStream(data []byte, rv reflect.Value, fields map[string]int) error {
 		if err := dec.Decode(&raw); err != nil {
 			return err
 		}
-		if i, ok := fields[name]; ok {
+		if i, ok := fields.byName[name]; ok {
 			values = append(values, value{i, raw})
 		}
 	}
@@ -110,13 +110,14 @@ func decodeStream(data []byte, rv reflect.Value, fields map[string]int) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return ErrTrailingData
 	}
-	return decodeValues(rv, values)
+	return decodeValues(rv, fields, values)
 }
 
 // decodeValues decodes each matched value into its field.
-func decodeValues(rv reflect.Value, values []value) error {
+func decodeValues(rv reflect.Value, fields *structFields, values []value) error {
 	for _, val := range values {
-		if setPlainString(rv.Field(val.field), val.raw) || setPlainInt(rv.Field(val.field), val.raw) {
+		f := rv.Field(val.field)
+		if fields.plain[val.field] && (setPlainString(f, val.raw) || setPlainInt(f, val.raw)) {
 			continue
 		}
 		if err := json.Unmarshal(val.raw, rv.Field(val.field).Addr().Interface()); err != nil {
@@ -130,14 +131,11 @@ func decodeValues(rv reflect.Value, values []value) error {
 	return nil
 }
 
-// setPlainString sets a string or *string field to raw when raw is a string
-// with nothing to unescape or replace, as json.Unmarshal would, and reports
-// whether it did.
+// setPlainString sets a string or *string field (of a plainType) to raw when
+// raw is a string with nothing to unescape or replace, as json.Unmarshal would,
+// and reports whether it did.
 func setPlainString(f reflect.Value, raw []byte) bool {
 	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
-		return false
-	}
-	if !plainType(f.Type()) {
 		return false
 	}
 	s := string(raw[1 : len(raw)-1])
@@ -174,15 +172,15 @@ func plainType(t reflect.Type) bool {
 	}
 }
 
-// setPlainInt sets an int64 or *int64 field to raw when raw is an integer
-// without fraction or exponent that fits, as json.Unmarshal would, and reports
-// whether it did.
+// setPlainInt sets an int64 or *int64 field (of a plainType) to raw when raw is
+// an integer without fraction or exponent that fits, as json.Unmarshal would,
+// and reports whether it did.
 func setPlainInt(f reflect.Value, raw []byte) bool {
 	t := f.Type()
 	if f.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Int64 || !plainType(f.Type()) || bytes.ContainsAny(raw, ".eE") {
+	if t.Kind() != reflect.Int64 || bytes.ContainsAny(raw, ".eE") {
 		return false
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
@@ -199,25 +197,32 @@ func setPlainInt(f reflect.Value, raw []byte) bool {
 	return true
 }
 
-// fieldCache maps a struct type to its fields by exact JSON name.
-var fieldCache sync.Map // reflect.Type -> map[string]int
+// structFields are the fields of a struct type that keys can set.
+type structFields struct {
+	byName map[string]int // field index by exact JSON name
+	plain  []bool         // by field index: plainType, so decoded without encoding/json when simple
+}
 
-func fieldsOf(t reflect.Type) map[string]int {
-	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string]int)
+// fieldCache maps a struct type to its structFields.
+var fieldCache sync.Map // reflect.Type -> *structFields
+
+func fieldsOf(t reflect.Type) *structFields {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.(*structFields)
 	}
-	m := make(map[string]int, t.NumField())
+	fs := &structFields{byName: make(map[string]int, t.NumField()), plain: make([]bool, t.NumField())}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
 			continue
 		}
 		if name := jsonName(f); name != "" {
-			m[name] = i
+			fs.byName[name] = i
+			fs.plain[i] = plainType(f.Type)
 		}
 	}
-	fieldCache.Store(t, m)
-	return m
+	fieldCache.Store(t, fs)
+	return fs
 }
 
 // jsonName is the name encoding/json gives f, or "" for a field it skips.
@@ -327,7 +332,11 @@ func valueEnd(data []byte, i int) int {
 			}
 		}
 	}
-	for i < len(data) && !strings.ContainsRune(",}] \t\n\r", rune(data[i])) {
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
 		i++
 	}
 	return i
