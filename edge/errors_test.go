@@ -220,3 +220,28 @@ func TestOwnsPath(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONBodyFraming: a /v1 JSON body is read whole and as declared. The
+// Content-Type may carry parameters; another media type is 415. A body that
+// ends before its Content-Length, or goes on past it, is 400 invalid_body;
+// a body of undeclared length is read to its end.
+func TestJSONBodyFraming(t *testing.T) {
+	e := newEnv(t)
+	serve := func(contentType, body string, declared int64) *httptest.ResponseRecorder {
+		t.Helper()
+		r := httptest.NewRequest(http.MethodPost, "/v1/agent/verify/signature", strings.NewReader(body))
+		r.Header.Set("Content-Type", contentType)
+		r.ContentLength = declared
+		w := httptest.NewRecorder()
+		e.srv.ServeHTTP(w, r)
+		return w
+	}
+	const body = `{"publicKey":"x"}` // read and parsed: deviceId is missing
+	wantV1Error(t, serve("application/json", body, int64(len(body))), http.StatusBadRequest, "missing_field", "deviceId")
+	wantV1Error(t, serve("application/json; charset=utf-8", body, int64(len(body))), http.StatusBadRequest, "missing_field", "deviceId")
+	wantV1Error(t, serve("Application/JSON", body, int64(len(body))), http.StatusBadRequest, "missing_field", "deviceId")
+	wantV1Error(t, serve("application/json", body, -1), http.StatusBadRequest, "missing_field", "deviceId")
+	wantV1Error(t, serve("text/plain", body, int64(len(body))), http.StatusUnsupportedMediaType, "unsupported_media_type", "")
+	wantV1Error(t, serve("application/json", body, int64(len(body))+1), http.StatusBadRequest, "invalid_body", "")
+	wantV1Error(t, serve("application/json", body+" {}", int64(len(body))), http.StatusBadRequest, "invalid_body", "")
+}

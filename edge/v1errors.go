@@ -61,11 +61,15 @@ func retryAfterValue(d time.Duration) string {
 
 // readJSONBody reads a bounded application/json body holding a JSON object.
 func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mediaType != "application/json" {
-		return nil, fault.New(fault.UnsupportedMedia, codeUnsupportedMedia, "Content-Type must be application/json")
+	// The exact value nearly every client sends needs no parse (a map of its
+	// parameters, on the hottest route of /v1).
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		mediaType, _, err := mime.ParseMediaType(ct)
+		if err != nil || mediaType != "application/json" {
+			return nil, fault.New(fault.UnsupportedMedia, codeUnsupportedMedia, "Content-Type must be application/json")
+		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := readBody(w, r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -80,6 +84,28 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 	if rest := bytes.TrimLeft(body, " \t\r\n"); len(rest) == 0 || rest[0] != '{' {
 		return nil, fault.New(fault.Invalid, fault.CodeInvalidBody, "body is not a JSON object")
+	}
+	return body, nil
+}
+
+// readBody reads the whole body, at most MaxBodyBytes (else a *http.MaxBytesError).
+// A body that declares its length within the bound is read into a buffer of that
+// size, in one allocation, and must then end.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	n := r.ContentLength
+	if n < 0 || n > MaxBodyBytes {
+		return io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		return nil, err
+	}
+	var more [1]byte
+	switch m, err := r.Body.Read(more[:]); {
+	case m > 0:
+		return nil, errors.New("the body is longer than its Content-Length")
+	case err != nil && err != io.EOF:
+		return nil, err
 	}
 	return body, nil
 }
