@@ -120,7 +120,7 @@ func decodeValues(rv reflect.Value, fields *structFields, values []value) error 
 		if fields.plain[val.field] && (setPlainString(f, val.raw) || setPlainInt(f, val.raw)) {
 			continue
 		}
-		if err := json.Unmarshal(val.raw, rv.Field(val.field).Addr().Interface()); err != nil {
+		if err := json.Unmarshal(val.raw, f.Addr().Interface()); err != nil {
 			var typeErr *json.UnmarshalTypeError
 			if errors.As(err, &typeErr) {
 				typeErr.Field = jsonName(rv.Type().Field(val.field))
