@@ -3,11 +3,9 @@ package caddymodule
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,21 +19,8 @@ import (
 	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/memstore"
+	"github.com/palmgate/palmgate/storage/storagetest"
 )
-
-// downStore is a store whose database can be taken away: its Updates then fail as
-// pgstore's do when the server is unreachable.
-type downStore struct {
-	storage.Store
-	down atomic.Bool
-}
-
-func (s *downStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
-	if s.down.Load() {
-		return fmt.Errorf("pgstore: update on db:5432: %w", storage.ErrUnavailable)
-	}
-	return s.Store.Update(ctx, fn)
-}
 
 // keysApp is an app with just a key set on store, its clock at start.
 func keysApp(t *testing.T, store storage.Store, clock *clocktest.Clock, every time.Duration) *App {
@@ -95,10 +80,10 @@ func TestAdminKeyList(t *testing.T) {
 // TestAdminRotateStoreDown: a rotation while the database is unavailable answers
 // 503 (it answered 500), and changes nothing.
 func TestAdminRotateStoreDown(t *testing.T) {
-	store := &downStore{Store: memstore.New()}
+	store := &storagetest.DownStore{Store: memstore.New()}
 	a := keysApp(t, store, clocktest.New(time.Now()), 0)
 	before := a.keys.Active(keys.RS256).ID
-	store.down.Store(true)
+	store.Down.Store(true)
 	err := a.rotateKeys(httptest.NewRecorder(), httptest.NewRequest("POST", "/palmgate/keys/rotate", nil), keys.Algorithms)
 	var apiErr caddy.APIError
 	if !errors.As(err, &apiErr) || apiErr.HTTPStatus != http.StatusServiceUnavailable {
@@ -112,7 +97,7 @@ func TestAdminRotateStoreDown(t *testing.T) {
 // TestRotationEvents: a rotation through the admin API is one KeysRotated event
 // (manual), after its commit; a failed one is none.
 func TestRotationEvents(t *testing.T) {
-	store := &downStore{Store: memstore.New()}
+	store := &storagetest.DownStore{Store: memstore.New()}
 	a := keysApp(t, store, clocktest.New(time.Now()), 0)
 	var rec eventtest.Recorder
 	a.events = rec.Sink()
@@ -122,7 +107,7 @@ func TestRotationEvents(t *testing.T) {
 	if got := rec.Take(); len(got) != 1 || got[0] != (event.Event{Kind: event.KeysRotated, Outcome: event.Manual}) {
 		t.Errorf("events = %+v, want one manual KeysRotated", got)
 	}
-	store.down.Store(true)
+	store.Down.Store(true)
 	_ = a.rotateKeys(httptest.NewRecorder(), httptest.NewRequest("POST", "/palmgate/keys/rotate", nil), keys.Algorithms)
 	if got := rec.Take(); len(got) != 0 {
 		t.Errorf("a failed rotation emitted %+v", got)

@@ -11,7 +11,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +31,7 @@ import (
 	"github.com/palmgate/palmgate/internal/clocktest"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/memstore"
+	"github.com/palmgate/palmgate/storage/storagetest"
 )
 
 const (
@@ -98,34 +97,13 @@ func keyRecords(t *testing.T) map[string][]byte {
 	return signingKeys.records
 }
 
-// flakyStore is a store that can be made unavailable, as a database that is down:
-// every Update and View then fails with storage.ErrUnavailable.
-type flakyStore struct {
-	storage.Store
-	down atomic.Bool
-}
-
-func (s *flakyStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
-	if s.down.Load() {
-		return fmt.Errorf("test database is down: %w", storage.ErrUnavailable)
-	}
-	return s.Store.Update(ctx, fn)
-}
-
-func (s *flakyStore) View(ctx context.Context, fn func(storage.Txn) error) error {
-	if s.down.Load() {
-		return fmt.Errorf("test database is down: %w", storage.ErrUnavailable)
-	}
-	return s.Store.View(ctx, fn)
-}
-
 // recorder is an answer of the server under test.
 type recorder = httptest.ResponseRecorder
 
 // testEnv is one palmgate edge over memstore, with its services and clock.
 type testEnv struct {
 	clock  *clocktest.Clock
-	store  *flakyStore
+	store  *storagetest.DownStore
 	palm   *palm.Service
 	agents *agent.Service
 	oidc   *oidc.Service
@@ -174,7 +152,7 @@ func newEnv(t *testing.T, opts ...func(*envOptions)) *testEnv {
 	}); err != nil {
 		t.Fatalf("copying the signing keys: %v", err)
 	}
-	store := &flakyStore{Store: mem}
+	store := &storagetest.DownStore{Store: mem}
 	clock := clocktest.New(testStart)
 	e := &testEnv{clock: clock, store: store}
 	var err error

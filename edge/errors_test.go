@@ -114,7 +114,7 @@ func TestStoreUnavailable(t *testing.T) {
 	tok := e.tokens(t, "alice")
 	code := e.code(t, "alice")
 	session := e.register(t, newAgent("down"), "alice")
-	e.store.down.Store(true)
+	e.store.Down.Store(true)
 
 	t.Run("v1", func(t *testing.T) {
 		for _, w := range []*recorder{
@@ -171,7 +171,7 @@ func TestStoreUnavailable(t *testing.T) {
 			wantRetryAfter(t, w)
 		}
 	})
-	e.store.down.Store(false)
+	e.store.Down.Store(false)
 	wantStatus(t, e.get(t, "/v1/agent/verify/device/down"), http.StatusOK)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/palmgate/palmgate/edge"
 	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/storagetest"
 )
 
 // wantHealth checks a probe's answer: status, body status (and reason), no-store.
@@ -49,14 +50,14 @@ func TestHealthProbes(t *testing.T) {
 		wantHealth(t, e.get(t, "/health/alive"), http.StatusOK, "ok", "")
 		wantHealth(t, e.get(t, "/health/ready"), http.StatusOK, "ok", "")
 	}
-	e.store.down.Store(true)
+	e.store.Down.Store(true)
 	wantHealth(t, e.get(t, "/health/alive"), http.StatusOK, "ok", "")
 	w := e.get(t, "/health/ready")
 	wantHealth(t, w, http.StatusServiceUnavailable, "unavailable", "store: database unavailable")
-	if strings.Contains(w.Body.String(), "test database is down") {
+	if strings.Contains(w.Body.String(), "connection refused") {
 		t.Errorf("the reason repeats the store's error: %s", w.Body)
 	}
-	e.store.down.Store(false)
+	e.store.Down.Store(false)
 	wantHealth(t, e.get(t, "/health/ready"), http.StatusOK, "ok", "")
 
 	for _, p := range []string{"/health/alive", "/health/ready"} {
@@ -75,7 +76,7 @@ func TestHealthProbes(t *testing.T) {
 // once when it ends, not at every probe, and never as an error.
 func TestHealthReadyLogsTransitions(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	store := &flakyStore{Store: newEnv(t).store.Store}
+	store := &storagetest.DownStore{Store: newEnv(t).store.Store}
 	srv := edge.New(edge.Config{Issuer: testIssuer, Store: store, Logger: zap.New(core)})
 	probe := func() int {
 		w := (&testEnv{srv: srv}).get(t, "/health/ready")
@@ -84,13 +85,13 @@ func TestHealthReadyLogsTransitions(t *testing.T) {
 	for range 3 {
 		probe()
 	}
-	store.down.Store(true)
+	store.Down.Store(true)
 	for range 5 {
 		if c := probe(); c != http.StatusServiceUnavailable {
 			t.Fatalf("probe while down = %d, want 503", c)
 		}
 	}
-	store.down.Store(false)
+	store.Down.Store(false)
 	for range 3 {
 		probe()
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/storage/memstore"
+	"github.com/palmgate/palmgate/storage/storagetest"
 )
 
 // TestRemoveStandsWhenItsCleanUpFails: when ending a deleted application's grants
@@ -21,7 +22,7 @@ import (
 // warning naming the client, rather than showing an error for a deletion that
 // happened.
 func TestRemoveStandsWhenItsCleanUpFails(t *testing.T) {
-	store := &downStore{Store: memstore.New()}
+	store := &storagetest.DownStore{Store: memstore.New()}
 	p, _ := newPortalOn(t, "http://127.0.0.1:8080", store)
 	core, logs := observer.New(zap.WarnLevel)
 	p.logger = zap.New(core)
@@ -33,9 +34,9 @@ func TestRemoveStandsWhenItsCleanUpFails(t *testing.T) {
 		t.Fatalf("create: %d\n%s", r.Code, r.Body)
 	}
 
-	store.downAfterUpdate.Store(true)
+	store.DownAfterUpdate.Store(true)
 	r = serve(p, "POST", "/portal/apps/"+id[1]+"/delete", url.Values{"csrf": {csrf}}, cookie)
-	if !store.down.Load() {
+	if !store.Down.Load() {
 		t.Fatal("the deletion wrote nothing: the clean-up never met the failing store")
 	}
 	if r.Code != http.StatusSeeOther || r.Header().Get("Location") != "/portal" {
@@ -51,8 +52,8 @@ func TestRemoveStandsWhenItsCleanUpFails(t *testing.T) {
 		t.Errorf("the warning's fields %v, want the client id and the clean-up's error", fields)
 	}
 
-	store.downAfterUpdate.Store(false)
-	store.down.Store(false)
+	store.DownAfterUpdate.Store(false)
+	store.Down.Store(false)
 	if apps, err := p.oidc.Clients().List(context.Background(), devA); err != nil || len(apps) != 0 {
 		t.Errorf("after the deletion the developer has %d applications (%v), want none", len(apps), err)
 	}

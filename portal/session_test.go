@@ -3,16 +3,14 @@ package portal
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/palmgate/palmgate/core/fault"
-	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/storagetest"
 )
 
 // Developers' humanIds, as the palm service makes them.
@@ -115,44 +113,16 @@ func TestEndSessions(t *testing.T) {
 	}
 }
 
-// downStore is a store whose every transaction fails with storage.ErrUnavailable
-// while down is set, as a stopped database's do.
-type downStore struct {
-	storage.Store
-	down atomic.Bool
-	// downAfterUpdate takes the store down once the next Update has run (as a
-	// database that goes away between a deletion and its clean-up).
-	downAfterUpdate atomic.Bool
-}
-
-func (s *downStore) View(ctx context.Context, fn func(storage.Txn) error) error {
-	if s.down.Load() {
-		return fmt.Errorf("pgstore: begin: %w: connection refused", storage.ErrUnavailable)
-	}
-	return s.Store.View(ctx, fn)
-}
-
-func (s *downStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
-	if s.down.Load() {
-		return fmt.Errorf("pgstore: begin: %w: connection refused", storage.ErrUnavailable)
-	}
-	err := s.Store.Update(ctx, fn)
-	if s.downAfterUpdate.Load() {
-		s.down.Store(true)
-	}
-	return err
-}
-
 // TestSessionStoreDown: while the store cannot be read, a session cookie is
 // neither admitted nor refused: every portal page answers 503 (a page with
 // Retry-After); a sign-out that cannot be stored says so and keeps the session.
 func TestSessionStoreDown(t *testing.T) {
 	p, store, _ := newPortalStore(t, "http://127.0.0.1:8080")
-	down := &downStore{Store: store}
+	down := &storagetest.DownStore{Store: store}
 	p.store = down
 	cookie := signedIn(p, devA)
 	csrf := csrfOf(t, p, cookie)
-	down.down.Store(true)
+	down.Down.Store(true)
 	for _, tc := range []struct {
 		method, path string
 		form         url.Values
@@ -170,7 +140,7 @@ func TestSessionStoreDown(t *testing.T) {
 			t.Errorf("%s %s with the store down changed cookies: %v", tc.method, tc.path, r.Result().Cookies())
 		}
 	}
-	down.down.Store(false)
+	down.Down.Store(false)
 	if !signedInPage(serve(p, "GET", "/portal", nil, cookie).Body) {
 		t.Error("the session did not outlive the outage")
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/memstore"
+	"github.com/palmgate/palmgate/storage/storagetest"
 )
 
 // signs returns the signature check of a message a signed, as an agent asks it.
@@ -179,7 +179,7 @@ func TestRegisterAgainAfterRemoval(t *testing.T) {
 func TestRemovalSeenByAnotherInstance(t *testing.T) {
 	store := memstore.New()
 	h := newHarnessOn(t, store)
-	flaky := &flakyStore{Store: store}
+	flaky := &storagetest.DownStore{Store: store}
 	other := newHarnessOn(t, flaky) // the other instance: its own caches and clock
 	ctx := context.Background()
 	a := newTestAgent(t, "shared", "shared")
@@ -192,9 +192,9 @@ func TestRemovalSeenByAnotherInstance(t *testing.T) {
 	if _, err := h.reg.Remove(ctx, "shared"); err != nil {
 		t.Fatal(err)
 	}
-	reads := flaky.views.Load()
+	reads := flaky.Views.Load()
 	other.seen(t, kept, true) // within removalRefresh: from the caches, no read
-	if n := flaky.views.Load(); n != reads {
+	if n := flaky.Views.Load(); n != reads {
 		t.Errorf("a known key cost %d store reads within removalRefresh, want none", n-reads)
 	}
 	other.clock.Advance(RemovalMaxAge)
@@ -203,7 +203,7 @@ func TestRemovalSeenByAnotherInstance(t *testing.T) {
 
 	// Past the bound with the store down: no answer from the cache.
 	other.clock.Advance(RemovalMaxAge)
-	flaky.down.Store(true)
+	flaky.Down.Store(true)
 	if _, err := other.reg.LookupDevice(ctx, "kept"); !errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("LookupDevice past the bound, store down = %v, want ErrUnavailable", err)
 	}
@@ -211,7 +211,7 @@ func TestRemovalSeenByAnotherInstance(t *testing.T) {
 	if _, err := other.reg.VerifySignature(ctx, c); !errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("VerifySignature past the bound, store down = %v, want ErrUnavailable", err)
 	}
-	flaky.down.Store(false)
+	flaky.Down.Store(false)
 	other.clock.Advance(removalRetry)
 	other.seen(t, kept, true)
 }
@@ -346,20 +346,4 @@ func TestOwnerSession(t *testing.T) {
 	if got, err := h.reg.OwnerSession(ctx, secret); err != nil || got.Status != OwnerDenied || got.HumanID != "" {
 		t.Errorf("denied session = %+v, %v", got, err)
 	}
-}
-
-// flakyStore is a store whose reads fail with storage.ErrUnavailable while down
-// is set, as a stopped database's do; it counts the reads tried.
-type flakyStore struct {
-	storage.Store
-	down  atomic.Bool
-	views atomic.Int64
-}
-
-func (s *flakyStore) View(ctx context.Context, fn func(storage.Txn) error) error {
-	s.views.Add(1)
-	if s.down.Load() {
-		return fmt.Errorf("flaky: %w: connection refused", storage.ErrUnavailable)
-	}
-	return s.Store.View(ctx, fn)
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/palmgate/palmgate/internal/clocktest"
-	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/memstore"
+	"github.com/palmgate/palmgate/storage/storagetest"
 )
 
 // TestRotateIfDue: nothing before the active key is `every` old (no key stored),
@@ -253,29 +252,6 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
-// failingStore fails every Update and View while down, as a store whose database
-// is unreachable.
-type failingStore struct {
-	storage.Store
-	down atomic.Bool
-}
-
-var errDown = errors.New("database unreachable")
-
-func (s *failingStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
-	if s.down.Load() {
-		return errDown
-	}
-	return s.Store.Update(ctx, fn)
-}
-
-func (s *failingStore) View(ctx context.Context, fn func(storage.Txn) error) error {
-	if s.down.Load() {
-		return errDown
-	}
-	return s.Store.View(ctx, fn)
-}
-
 // TestMaintainStoreDown: a round while the store is down fails, reports the error,
 // changes nothing and keeps the loaded keys; the next round once it is back does
 // the work.
@@ -283,19 +259,19 @@ func TestMaintainStoreDown(t *testing.T) {
 	ctx := context.Background()
 	const every = time.Hour
 	clock := clocktest.New(testNow)
-	store := &failingStore{Store: memstore.New()}
+	store := &storagetest.DownStore{Store: memstore.New()}
 	s := openClocked(t, store, clock)
 	before := s.Active(ES256).ID
 	clock.Advance(every)
-	store.down.Store(true)
+	store.Down.Store(true)
 	rep, err := s.Maintain(ctx, every)
-	if !errors.Is(err, errDown) || len(rep.Rotated)+len(rep.Dropped) != 0 {
+	if !errors.Is(err, storagetest.ErrDown) || len(rep.Rotated)+len(rep.Dropped) != 0 {
 		t.Fatalf("Maintain with the store down = %+v, %v; want the store's error, nothing done", rep, err)
 	}
 	if k := s.Active(ES256); k == nil || k.ID != before {
 		t.Fatalf("after the failed round the active key is %v, want %s still", k, before)
 	}
-	store.down.Store(false)
+	store.Down.Store(false)
 	rep, err = s.Maintain(ctx, every)
 	if err != nil || len(rep.Rotated) != len(Algorithms) {
 		t.Fatalf("Maintain once the store is back = %+v, %v; want every algorithm rotated", rep, err)

@@ -3,41 +3,21 @@ package oidc
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/palmgate/palmgate/core/bounded"
 	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/storagetest"
 )
-
-// flakyStore is a store whose reads fail with storage.ErrUnavailable while down is
-// set, as a stopped database's do; it counts the reads tried.
-type flakyStore struct {
-	storage.Store
-	down  atomic.Bool
-	views atomic.Int64
-}
-
-func (s *flakyStore) View(ctx context.Context, fn func(storage.Txn) error) error {
-	s.views.Add(1)
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if s.down.Load() {
-		return fmt.Errorf("pgstore: begin: %w: connection refused", storage.ErrUnavailable)
-	}
-	return s.Store.View(ctx, fn)
-}
 
 // TestRevocationsAcrossInstances: a revocation stored by one instance is honoured by
 // another whose set is RevocationMaxAge old, without waiting for the background
 // refresh; and a set that old which cannot be read again admits nothing.
 func TestRevocationsAcrossInstances(t *testing.T) {
 	h := newHarness(t)
-	store := &flakyStore{Store: h.store}
+	store := &storagetest.DownStore{Store: h.store}
 	ctx := context.Background()
 	other, err := newRevocations(ctx, store, h.clock.Now) // the other instance's set
 	if err != nil {
@@ -62,7 +42,7 @@ func TestRevocationsAcrossInstances(t *testing.T) {
 
 	// The database goes down: the set is answered until it is RevocationMaxAge old,
 	// then every check fails with ErrUnavailable, one store read per revocationRetry.
-	store.down.Store(true)
+	store.Down.Store(true)
 	h.clock.Advance(RevocationMaxAge - time.Millisecond)
 	if ok, err := revoked(); !ok || err != nil {
 		t.Errorf("within the bound: revoked %v, %v; want true from the set", ok, err)
@@ -74,18 +54,18 @@ func TestRevocationsAcrossInstances(t *testing.T) {
 	for other.set.Refreshing() { // a background read the checks above started
 		time.Sleep(time.Millisecond)
 	}
-	before := store.views.Load()
+	before := store.Views.Load()
 	for i := range 3 {
 		if ok, err := other.Revoked(ctx, "grant-2"); ok || !errors.Is(err, storage.ErrUnavailable) {
 			t.Fatalf("past the bound, store down, check %d: revoked %v, %v; want an error wrapping storage.ErrUnavailable", i, ok, err)
 		}
 	}
-	if n := store.views.Load() - before; n != 1 {
+	if n := store.Views.Load() - before; n != 1 {
 		t.Errorf("3 checks past the bound tried %d store reads, want 1 (then the failure is answered for %s)", n, revocationRetry)
 	}
 
 	// The database is back: the next check after revocationRetry reads it.
-	store.down.Store(false)
+	store.Down.Store(false)
 	h.clock.Advance(revocationRetry)
 	if ok, err := other.Revoked(ctx, "grant-2"); ok || err != nil {
 		t.Errorf("store back: revoked %v, %v; want false, no error", ok, err)
