@@ -86,13 +86,19 @@ func writeAdminJSON(w http.ResponseWriter, status int, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
-// adminClients serves /palmgate/clients and /palmgate/clients/*.
+// adminClients serves /palmgate/clients and /palmgate/clients/* for the
+// running config's app.
 func adminClients(w http.ResponseWriter, r *http.Request) error {
 	app, err := activeApp()
 	if err != nil {
 		return err
 	}
-	svc := app.OIDC()
+	return app.serveAdminClients(w, r)
+}
+
+// serveAdminClients serves /palmgate/clients and /palmgate/clients/*.
+func (a *App) serveAdminClients(w http.ResponseWriter, r *http.Request) error {
+	svc := a.OIDC()
 	rest := strings.Trim(strings.TrimPrefix(r.URL.Path, "/palmgate/clients"), "/")
 	id, action, _ := strings.Cut(rest, "/")
 	ctx := adminContext(r) // the audit log names the admin caller's address
@@ -139,7 +145,7 @@ func adminClients(w http.ResponseWriter, r *http.Request) error {
 		return writeAdminJSON(w, http.StatusOK, ci)
 	case action == "" && r.Method == http.MethodDelete:
 		if err := svc.Clients().Delete(ctx, id, ""); errors.Is(err, oidc.ErrAfterClientDeletion) {
-			app.logger.Warn("palmgate: the deleted client's grants and consents", zap.String("client_id", id), zap.Error(err))
+			a.logger.Warn("palmgate: the deleted client's grants and consents", zap.String("client_id", id), zap.Error(err))
 		} else if err != nil {
 			return clientAdminError(err)
 		}
