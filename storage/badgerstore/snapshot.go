@@ -72,13 +72,8 @@ func (ss *snapshots) retire() {
 	ss.mu.Lock()
 	sn := ss.cur
 	ss.cur = nil
-	last := false
-	if sn != nil {
-		sn.refs--
-		last = sn.refs == 0
-	}
 	ss.mu.Unlock()
-	if last {
-		sn.btx.Discard()
+	if sn != nil {
+		ss.release(sn) // the reference it held as the current one
 	}
 }
