@@ -27,28 +27,33 @@ type DownStore struct {
 
 // View is the wrapped store's View, unless the store is down.
 func (s *DownStore) View(ctx context.Context, fn func(storage.Txn) error) error {
-	s.Views.Add(1)
-	if err := ctx.Err(); err != nil {
+	if err := s.refuse(ctx, &s.Views); err != nil {
 		return err
-	}
-	if s.Down.Load() {
-		return ErrDown
 	}
 	return s.Store.View(ctx, fn)
 }
 
 // Update is the wrapped store's Update, unless the store is down.
 func (s *DownStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
-	s.Updates.Add(1)
-	if err := ctx.Err(); err != nil {
+	if err := s.refuse(ctx, &s.Updates); err != nil {
 		return err
-	}
-	if s.Down.Load() {
-		return ErrDown
 	}
 	err := s.Store.Update(ctx, fn)
 	if s.DownAfterUpdate.Load() {
 		s.Down.Store(true)
 	}
 	return err
+}
+
+// refuse counts a call and returns why it fails before reaching the store, if
+// it does: its context is done, or the store is down.
+func (s *DownStore) refuse(ctx context.Context, calls *atomic.Int64) error {
+	calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.Down.Load() {
+		return ErrDown
+	}
+	return nil
 }
