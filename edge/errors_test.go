@@ -2,11 +2,14 @@ package edge_test
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/palmgate/palmgate/core/palm"
@@ -244,4 +247,13 @@ func TestJSONBodyFraming(t *testing.T) {
 	wantV1Error(t, serve("text/plain", body, int64(len(body))), http.StatusUnsupportedMediaType, "unsupported_media_type", "")
 	wantV1Error(t, serve("application/json", body, int64(len(body))+1), http.StatusBadRequest, "invalid_body", "")
 	wantV1Error(t, serve("application/json", body+" {}", int64(len(body))), http.StatusBadRequest, "invalid_body", "")
+
+	// The connection fails after the declared bytes, before the body's end.
+	r := httptest.NewRequest(http.MethodPost, "/v1/agent/verify/signature",
+		io.MultiReader(strings.NewReader(body), iotest.ErrReader(errors.New("connection reset"))))
+	r.Header.Set("Content-Type", "application/json")
+	r.ContentLength = int64(len(body))
+	w := httptest.NewRecorder()
+	e.srv.ServeHTTP(w, r)
+	wantV1Error(t, w, http.StatusBadRequest, "invalid_body", "")
 }

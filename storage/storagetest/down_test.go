@@ -54,10 +54,14 @@ func TestDownStore(t *testing.T) {
 
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
+	s.Down.Store(true) // the context is checked first, as a backend checks it before dialing
 	if err := s.View(cancelled, func(storage.Txn) error { return nil }); !errors.Is(err, context.Canceled) {
 		t.Errorf("View with a cancelled context = %v, want context.Canceled", err)
 	}
-	if v, u := s.Views.Load(), s.Updates.Load(); v != 4 || u != 3 {
-		t.Errorf("counted %d Views and %d Updates, want 4 and 3", v, u)
+	if err := s.Update(cancelled, func(storage.Txn) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("Update with a cancelled context = %v, want context.Canceled", err)
+	}
+	if v, u := s.Views.Load(), s.Updates.Load(); v != 4 || u != 4 {
+		t.Errorf("counted %d Views and %d Updates, want 4 and 4", v, u)
 	}
 }
