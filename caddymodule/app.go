@@ -40,6 +40,7 @@ const (
 	DefaultAccessTokenTTL         = oidc.DefaultAccessTTL
 	DefaultRefreshTokenTTL        = oidc.DefaultRefreshTTL
 	DefaultAuthCodeTTL            = oidc.DefaultCodeTTL
+	DefaultLoginTTL               = oidc.DefaultLoginTTL
 	DefaultRegistrationSessionTTL = 15 * time.Minute
 	DefaultChallengeMaxAge        = 5 * time.Minute
 	DefaultRateLimitRequests      = 120
@@ -88,6 +89,11 @@ type App struct {
 
 	// AuthCodeTTL is the lifetime of authorization codes. Default: 5m.
 	AuthCodeTTL caddy.Duration `json:"auth_code_ttl,omitempty"`
+
+	// LoginTTL is how long a person has to complete a login: the pending
+	// authorization request and its palm challenge (the QR code) live this long.
+	// Default: 10m.
+	LoginTTL caddy.Duration `json:"login_ttl,omitempty"`
 
 	// RateLimit bounds unauthenticated writes per client IP.
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
@@ -321,6 +327,7 @@ func (a *App) Provision(ctx caddy.Context) error {
 		AccessTTL:    time.Duration(a.AccessTokenTTL),
 		RefreshTTL:   time.Duration(a.RefreshTokenTTL),
 		CodeTTL:      time.Duration(a.AuthCodeTTL),
+		LoginTTL:     time.Duration(a.LoginTTL),
 		Events:       events,
 		SSOSession:   time.Duration(a.SSOSession),
 		Registration: a.registrationConfig(), ClientMetadata: a.clientMetadata(),
@@ -360,6 +367,7 @@ func (a *App) setDefaults() {
 	defaultDuration(&a.AccessTokenTTL, DefaultAccessTokenTTL)
 	defaultDuration(&a.RefreshTokenTTL, DefaultRefreshTokenTTL)
 	defaultDuration(&a.AuthCodeTTL, DefaultAuthCodeTTL)
+	defaultDuration(&a.LoginTTL, DefaultLoginTTL)
 	defaultDuration(&a.RegistrationSessionTTL, DefaultRegistrationSessionTTL)
 	defaultDuration(&a.ChallengeMaxAge, DefaultChallengeMaxAge)
 	for _, c := range [][2]*int{{&a.MaxPendingLogins, &a.MaxPendingLoginsPerNetwork}, {&a.MaxPendingRegistrations, &a.MaxPendingRegistrationsPerNetwork}} {
@@ -410,7 +418,7 @@ func (a *App) Validate() error {
 	}
 	for name, d := range map[string]caddy.Duration{
 		"access_token_ttl": a.AccessTokenTTL, "refresh_token_ttl": a.RefreshTokenTTL,
-		"auth_code_ttl": a.AuthCodeTTL, "registration_session_ttl": a.RegistrationSessionTTL,
+		"auth_code_ttl": a.AuthCodeTTL, "login_ttl": a.LoginTTL, "registration_session_ttl": a.RegistrationSessionTTL,
 		"challenge_max_age": a.ChallengeMaxAge,
 	} {
 		if d < caddy.Duration(time.Second) {

@@ -41,6 +41,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //		access_token_ttl <duration>
 //		refresh_token_ttl <duration>
 //		auth_code_ttl <duration>
+//		login_ttl <duration>
 //		rate_limit <requests> <window> | off
 //		registration_session_ttl <duration>
 //		challenge_max_age <duration>
@@ -76,6 +77,7 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		"access_token_ttl":         &a.AccessTokenTTL,
 		"refresh_token_ttl":        &a.RefreshTokenTTL,
 		"auth_code_ttl":            &a.AuthCodeTTL,
+		"login_ttl":                &a.LoginTTL,
 		"registration_session_ttl": &a.RegistrationSessionTTL,
 		"challenge_max_age":        &a.ChallengeMaxAge,
 	}

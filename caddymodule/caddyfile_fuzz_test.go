@@ -12,7 +12,7 @@ import (
 // or palmgate itself.
 var validateErrorPrefixes = []string{
 	"issuer", "storage", "dev", "palm_attestor", "pairwise_secret", "access_token_ttl",
-	"refresh_token_ttl", "auth_code_ttl", "rate_limit", "registration_session_ttl",
+	"refresh_token_ttl", "auth_code_ttl", "login_ttl", "rate_limit", "registration_session_ttl",
 	"challenge_max_age", "sso_session", "client", "palmgate", "key_rotation", "palm_app_url",
 	"brand", "resources", "registration", "client_metadata_documents", "portal",
 	"max_pending_logins", "max_pending_registrations",

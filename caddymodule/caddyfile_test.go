@@ -170,6 +170,7 @@ func TestValidate(t *testing.T) {
 		{"attestor twice", func(a *App) { a.PalmAttestors = append(a.PalmAttestors, a.PalmAttestors[0]) }, "palm_attestor engine"},
 		{"short pairwise secret", func(a *App) { a.PairwiseSecret = "short" }, "pairwise_secret"},
 		{"sub-second ttl", func(a *App) { a.AuthCodeTTL = 1 }, "auth_code_ttl"},
+		{"sub-second login ttl", func(a *App) { a.LoginTTL = 1 }, "login_ttl"},
 		{"client without secret", func(a *App) { a.Clients = []Client{{ID: "c", RedirectURIs: []string{"https://a/cb"}}} }, "secret"},
 		{"public client with a secret", func(a *App) {
 			a.Clients = []Client{{ID: "c", Public: true, Secret: "s", RedirectURIs: []string{"https://a/cb"}}}

@@ -58,12 +58,12 @@ func newHostileFixture(t *testing.T) *hostileFixture {
 	}
 	// Lifetimes far longer than the test on a loaded machine: A's signed
 	// registration must still be a replay (not out of its window), B's session
-	// pending when the last case is sent, however late that is, and the used
-	// code of the finished login still stored when the record counts are
-	// compared (with the default 5m, a catalogue that took 335 s beside another
-	// test run saw oidc/code go from 1 to 0).
+	// and the pending login still pending when the last case is sent, however
+	// late that is, and the used code of the finished login still stored when the
+	// record counts are compared (with the default 5m, a catalogue that took 335 s
+	// beside another test run saw oidc/code go from 1 to 0).
 	f.e = start(t, testserver.Options{Global: strings.Join([]string{
-		"rate_limit off", "challenge_max_age " + hxChallengeMaxAge.String(), "registration_session_ttl 3h", "auth_code_ttl 3h",
+		"rate_limit off", "challenge_max_age " + hxChallengeMaxAge.String(), "registration_session_ttl 3h", "auth_code_ttl 3h", "login_ttl 3h",
 		f.ec.config(), f.ed.config(), f.shop.config(), f.other.config(),
 	}, "\n")})
 	e := f.e

@@ -427,6 +427,45 @@ func TestOIDCExpiredCode(t *testing.T) {
 	e.exchange(t, c, fresh, "")
 }
 
+// TestOIDCLoginTTL checks that login_ttl sets how long a login waits for its
+// palm scan: the login page's expiry and its challenge's, a scan refused once
+// it has passed, and the login answered access_denied (expired).
+func TestOIDCLoginTTL(t *testing.T) {
+	t.Parallel()
+	c := newOIDCClient("shop", "")
+	// Long enough for the requests before the wait to find the login pending on
+	// a loaded machine; the wait is until the expiry the server set.
+	const ttl = 10 * time.Second
+	e := startOIDC(t, []oidcClient{c}, fmt.Sprintf("login_ttl %s", ttl))
+	before := time.Now()
+	id := e.authorize(t, e.authURL(c, "state", "slow-scan"))
+	p := e.loginPageJSON(t, id)
+	after := time.Now()
+	expires := parseTime(t, p.ExpiresAt)
+	between(t, "login page expiresAt with login_ttl 10s", expires, before.Add(ttl), after.Add(ttl), time.Millisecond)
+	challenge := challengeInfo{ChallengeID: p.ChallengeID, Nonce: p.Nonce, ScanURL: p.ScanURL}
+	between(t, "palm challenge expiresAt with login_ttl 10s", parseTime(t, str(e.challenge(t, challenge)["expiresAt"])), before.Add(ttl), after.Add(ttl), time.Millisecond)
+	if t.Failed() {
+		t.FailNow() // not the configured lifetime: waiting for it would tell nothing more
+	}
+	if p.Status != "pending" || e.challengeStatus(t, challenge) != "pending" {
+		t.Fatalf("login right after the request: page status %q, challenge %q; want pending (expiresAt %s)", p.Status, e.challengeStatus(t, challenge), p.ExpiresAt)
+	}
+
+	time.Sleep(time.Until(expires.Add(100 * time.Millisecond)))
+	if got := e.challengeStatus(t, challenge); got != "expired" {
+		t.Errorf("palm challenge status %q after expiresAt, want expired", got)
+	}
+	if resp := e.devScan(t, challenge, e.subject("late")); resp.Status != http.StatusGone {
+		t.Errorf("dev-scan after expiresAt: status %d, want 410\nbody: %s", resp.Status, resp.Body)
+	}
+	q := e.finish(t, id, c.redirects[0])
+	q.Del("error_description")
+	if q.Encode() != (url.Values{"error": {"access_denied"}, "state": {"slow-scan"}, "iss": {e.URL + "/oauth2"}}).Encode() {
+		t.Errorf("expired login: callback query %v, want error=access_denied&state=slow-scan&iss", q)
+	}
+}
+
 // tamper flips a character in the middle of a JWT's signature.
 func tamper(token string) string {
 	i := strings.LastIndex(token, ".") + 10
