@@ -81,14 +81,18 @@ type Store struct {
 	// round of conflicting transactions has one winner, and a loser can keep losing.
 	writeMu sync.RWMutex
 
-	group group     // Updates waiting to be committed together
-	reads snapshots // the read transaction Views share until the next commit (snapshot.go)
+	group   group           // Updates waiting to be committed together
+	reads   snapshots       // the read transaction Views share until the next commit (snapshot.go)
+	watches storage.Watches // prefixes whose commits are counted (Watch)
 
 	stopGC chan struct{} // closed by Close to stop the GC goroutine
 	gcDone chan struct{} // closed by the GC goroutine when it has returned
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store   = (*Store)(nil)
+	_ storage.Watcher = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the Badger database in dir. Every committed write
 // is synced to disk before Update returns. Badger's own log lines go to logger
@@ -250,7 +254,8 @@ func (s *Store) attempt(fn func(storage.Txn) error, exclusive bool) (conflict bo
 	}
 	btx := s.db.NewTransaction(true)
 	defer btx.Discard()
-	tx := &txn{btx: btx}
+	var touched storage.Touched
+	tx := &txn{btx: btx, watches: &s.watches, touched: &touched}
 	err = fn(tx)
 	tx.done = true
 	if err != nil {
@@ -264,6 +269,7 @@ func (s *Store) attempt(fn func(storage.Txn) error, exclusive bool) (conflict bo
 		}
 		return false, mapErr("commit", err)
 	}
+	touched.Committed() // after retire: a View begun from now on reads a snapshot with these writes
 	return false, nil
 }
 
@@ -288,6 +294,10 @@ func (s *Store) View(ctx context.Context, fn func(storage.Txn) error) error {
 	defer func() { tx.done = true }()
 	return fn(tx)
 }
+
+// Watch returns the counter of the commits that write under prefix: every write
+// passes through this Store (snapshot.go says why), so it can count them.
+func (s *Store) Watch(prefix []byte) *storage.Changes { return s.watches.Watch(prefix) }
 
 // Close stops value log GC and closes the database, after waiting for transactions
 // in flight. Calling it again does nothing and returns nil.
@@ -340,8 +350,10 @@ func (s *Store) runGC(interval time.Duration) {
 
 // txn adapts a Badger transaction to storage.Txn. It is not safe for concurrent use.
 type txn struct {
-	btx  *badger.Txn
-	done bool // fn has returned; btx is (about to be) discarded
+	btx     *badger.Txn
+	done    bool             // fn has returned; btx is (about to be) discarded
+	watches *storage.Watches // nil in a View
+	touched *storage.Touched // the watched prefixes its writes touched, counted at commit
 }
 
 // Get returns a copy of the value of key, or storage.ErrNotFound.
@@ -382,6 +394,9 @@ func (t *txn) Set(key, value []byte, ttl time.Duration) error {
 	if err := t.btx.SetEntry(e); err != nil {
 		return mapErr("set", err)
 	}
+	if t.watches != nil {
+		t.watches.Note(t.touched, key)
+	}
 	return nil
 }
 
@@ -404,6 +419,9 @@ func (t *txn) Delete(key []byte) error {
 	}
 	if err := t.btx.Delete(bytes.Clone(key)); err != nil {
 		return mapErr("delete", err)
+	}
+	if t.watches != nil {
+		t.watches.Note(t.touched, key)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ func open(t testing.TB, dir string) *Store {
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store { return open(t, t.TempDir()) })
 	storagetest.RunDurable(t, func(t *testing.T, dir string) storage.Store { return open(t, dir) })
+	storagetest.RunWatcher(t, func(t *testing.T) storage.Store { return open(t, t.TempDir()) })
 }
 
 func TestCloseIdempotentAndUseAfterClose(t *testing.T) {

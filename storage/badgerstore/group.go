@@ -146,12 +146,13 @@ func (s *Store) attemptGroup(calls []*groupCall) (failed int, committed bool) {
 	btx := s.db.NewTransaction(true)
 	defer btx.Discard()
 	lone := len(calls) == 1
+	var touched storage.Touched
 	for i, c := range calls {
 		if err := c.ctx.Err(); err != nil {
 			c.alone = true // updateAlone returns the context's error
 			return i, false
 		}
-		tx := &txn{btx: btx}
+		tx := &txn{btx: btx, watches: &s.watches, touched: &touched}
 		c.ran = true
 		err := c.fn(tx)
 		tx.done = true
@@ -177,6 +178,7 @@ func (s *Store) attemptGroup(calls []*groupCall) (failed int, committed bool) {
 		}
 		return -1, false
 	}
+	touched.Committed() // after retire: a View begun from now on reads a snapshot with these writes
 	for _, c := range calls {
 		c.err = nil
 	}

@@ -29,7 +29,8 @@ func (s *Store) Import(ctx context.Context, src storage.Exporter) (int, error) {
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	defer s.reads.retire() // after the commits, and after DropAll on a failure
+	defer s.watches.ChangedAll() // then, with the new snapshot, every watched prefix changed
+	defer s.reads.retire()       // after the commits, and after DropAll on a failure
 	empty := true
 	err := s.db.View(func(btx *badger.Txn) error {
 		it := btx.NewIterator(badger.IteratorOptions{})

@@ -68,5 +68,6 @@ func (s *Store) Import(ctx context.Context, src storage.Exporter) (int, error) {
 		return 0, fmt.Errorf("memstore: import: %w", err)
 	}
 	s.data = staged
+	s.watches.ChangedAll()
 	return len(staged), nil
 }

@@ -31,10 +31,16 @@ type entry struct {
 // Store is an in-memory storage.Store. Its TTLs follow the real clock, as the
 // other stores' do.
 type Store struct {
-	mu     sync.RWMutex
-	data   map[string]entry
-	closed bool
+	mu      sync.RWMutex
+	data    map[string]entry
+	closed  bool
+	watches storage.Watches // prefixes whose commits are counted (Watch)
 }
+
+var _ storage.Watcher = (*Store)(nil)
+
+// Watch returns the counter of the commits that write under prefix.
+func (s *Store) Watch(prefix []byte) *storage.Changes { return s.watches.Watch(prefix) }
 
 // New returns an empty store.
 func New() *Store { return &Store{data: map[string]entry{}} }
@@ -54,13 +60,16 @@ func (s *Store) Update(ctx context.Context, fn func(storage.Txn) error) error {
 	if err := fn(t); err != nil {
 		return err
 	}
+	var touched storage.Touched
 	for k, e := range t.writes {
 		if e == nil {
 			delete(s.data, k)
 		} else {
 			s.data[k] = *e
 		}
+		s.watches.Note(&touched, []byte(k))
 	}
+	touched.Committed() // before the lock is released: a View begun later sees the writes
 	return nil
 }
 

@@ -13,6 +13,7 @@ func TestConformance(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})
+	storagetest.RunWatcher(t, func(*testing.T) storage.Store { return New() })
 }
 
 func TestCloseIdempotentAndUseAfterClose(t *testing.T) {
