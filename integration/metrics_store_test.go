@@ -168,7 +168,7 @@ func TestStoreMetricsPostgres(t *testing.T) {
 		"backend": {"badger", "postgres"},
 		"op":      {"view", "update", "read_key"},
 		"reason":  {"conflict", "iterate", "failed_group", "fn_error", "panic"},
-		"cache":   {"agent_registered_keys", "agent_records", "agent_valid_keys", "leaderboard", "bearer_tokens"},
+		"cache":   {"agent_registered_keys", "agent_records", "agent_valid_keys", "agent_absent_keys", "leaderboard", "bearer_tokens"},
 		"result":  {"hit", "miss"},
 		"purpose": {"login", "agent_registration"},
 	}

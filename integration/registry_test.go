@@ -463,6 +463,27 @@ func TestVerifySignature(t *testing.T) {
 		})
 	}
 
+	// A key found registered to no agent is remembered as such on Badger (the
+	// second check and lookup are answered from memory); its registration shows
+	// at once all the same.
+	t.Run("unregistered, then registered", func(t *testing.T) {
+		late := newAgent(t, "late-signer")
+		check := func(want bool) {
+			t.Helper()
+			m := e.do(t, "POST", "/v1/agent/verify/signature", late.sign("hello", now)).ExpectStatus(t, http.StatusOK).Object(t)
+			if m["verified"] != true || m["registered"] != want {
+				t.Fatalf("verify/signature: %v, want verified, registered %v", m, want)
+			}
+			if got := e.lookupKey(t, late.urlKey()); got.Registered != want {
+				t.Fatalf("lookup by key: %+v, want registered %v", got, want)
+			}
+		}
+		check(false)
+		check(false)
+		e.register(t, late, e.subject("late-owner"))
+		check(true)
+	})
+
 	for _, tc := range []struct {
 		name   string
 		body   any

@@ -91,6 +91,7 @@ type Service struct {
 	registeredKeys  registeredKeys   // deviceIds of keys found registered
 	registered      registeredAgents // records of agents found registered
 	validKeys       validKeys        // keys CheckPublicKey accepted
+	absent          absentKeys       // keys found registered to no agent (exact; absentkeys.go)
 	fresh           *freshness       // whether the two caches above may be answered from
 	events          event.Sink
 	onRemoved       RemovedHook // removed_hook.go
@@ -125,6 +126,7 @@ func NewService(cfg Config) *Service {
 	}
 	s.fresh = newFreshness(cfg.Store, now, func() { s.registeredKeys.clear(); s.registered.clear() })
 	s.registeredKeys.epoch, s.registered.epoch = &s.fresh.epoch, &s.fresh.epoch
+	s.absent.watchKeyIndex(cfg.Store)
 	cfg.Palm.Handle(palm.PurposeAgentRegistration, outcome{s})
 	cfg.Palm.Handle(palm.PurposeAgentManagement, ownerOutcome{s})
 	return s

@@ -12,6 +12,10 @@ const (
 	// CacheValidKeys: the public keys that passed CheckPublicKey (parsing and
 	// verifying agent signatures).
 	CacheValidKeys = "agent_valid_keys"
+	// CacheAbsentKeys: the public keys found registered to no agent (signature
+	// checks, lookups by key); kept only on a store every write passes through
+	// (Badger): on PostgreSQL it counts nothing.
+	CacheAbsentKeys = "agent_absent_keys"
 	// CacheLeaderboard: the last leaderboard read.
 	CacheLeaderboard = "leaderboard"
 )
@@ -23,6 +27,7 @@ func (s *Service) CacheStats() []cachestat.Stats {
 		s.registeredKeys.stats.Stats(CacheRegisteredKeys),
 		s.registered.stats.Stats(CacheRegisteredAgents),
 		s.validKeys.stats.Stats(CacheValidKeys),
+		s.absent.stats.Stats(CacheAbsentKeys),
 		s.board.stats.Stats(CacheLeaderboard),
 	}
 }

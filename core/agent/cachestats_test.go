@@ -51,7 +51,7 @@ func TestCacheStats(t *testing.T) {
 	// The key's full check at parse time, whose point the verification takes:
 	// one lookup of the key a request, counted once.
 	expectCacheDelta(t, "first signature check", before, after, map[string][2]uint64{
-		CacheRegisteredKeys: {0, 1}, CacheValidKeys: {0, 1},
+		CacheRegisteredKeys: {0, 1}, CacheValidKeys: {0, 1}, CacheAbsentKeys: {0, 1},
 	})
 	before = after
 	check()

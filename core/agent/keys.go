@@ -38,6 +38,9 @@ import (
 // The leaderboard index is rewritten for one human at each registration and each
 // removal, so reading the top N is a prefix scan of N keys.
 
+// publicKeyPrefix is the key index's prefix (absentKeys watches it).
+const publicKeyPrefix = "agent/k/"
+
 func sessionKey(id string) []byte { return []byte("agent/s/" + id) }
 func replayKey(sum []byte) []byte { return append([]byte("agent/m/"), sum...) }
 func pendingKey(deviceID, key string) []byte {
@@ -45,7 +48,7 @@ func pendingKey(deviceID, key string) []byte {
 }
 func addressPendingKey(address string) []byte { return []byte("agent/pag/" + address) }
 func deviceKey(deviceID string) []byte        { return []byte("agent/d/" + deviceID) }
-func publicKeyKey(key []byte) []byte          { return []byte("agent/k/" + hex.EncodeToString(key)) }
+func publicKeyKey(key []byte) []byte          { return []byte(publicKeyPrefix + hex.EncodeToString(key)) }
 func humanKey(humanID string) []byte          { return []byte("agent/h/" + humanID) }
 func leaderboardPrefix() []byte               { return []byte("agent/lb/") }
 func humanAgentsPrefix(humanID string) []byte { return []byte("agent/ha/" + humanID + "/") }

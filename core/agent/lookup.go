@@ -48,7 +48,8 @@ type LeaderboardEntry struct {
 func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*SignatureCheck, error) {
 	// The key index names the one device registered with the key: a point read, with
 	// no record to decode and no key to re-encode, unless the key was seen before
-	// (and no removal may have made that stale: freshness).
+	// (and no removal may have made that stale: freshness), or found registered to
+	// no agent with no registration since (absentKeys).
 	epoch := s.fresh.epoch.Load()
 	deviceID, known := s.registeredKeys.get(c.PublicKey)
 	if known {
@@ -58,14 +59,16 @@ func (s *Service) VerifySignature(ctx context.Context, c *Challenge) (*Signature
 		// Unless the caches were emptied meanwhile (a removal was seen).
 		known = s.fresh.epoch.Load() == epoch
 	}
-	if !known {
-		stamp := s.fresh.stamp(ctx)
+	if !known && !s.absent.has(c.PublicKey) {
+		stamp, absentAt := s.fresh.stamp(ctx), s.absent.stamp()
 		switch v, err := storage.ReadKey(ctx, s.store, publicKeyKey(c.PublicKey)); {
 		case err == nil:
 			deviceID, _ = parseKeyIndex(v)
 			known = true
 			s.registeredKeys.put(c.PublicKey, deviceID, stamp)
-		case !errors.Is(err, storage.ErrNotFound):
+		case errors.Is(err, storage.ErrNotFound):
+			s.absent.put(c.PublicKey, absentAt)
+		default:
 			return nil, err
 		}
 	}
@@ -121,9 +124,13 @@ func (s *Service) LookupPublicKey(ctx context.Context, key ed25519.PublicKey) (*
 			}
 		}
 	}
-	stamp := s.fresh.stamp(ctx)
+	if s.absent.has(key) {
+		return lookupOf(nil), nil
+	}
+	stamp, absentAt := s.fresh.stamp(ctx), s.absent.stamp()
 	v, err := storage.ReadKey(ctx, s.store, publicKeyKey(key))
 	if errors.Is(err, storage.ErrNotFound) {
+		s.absent.put(key, absentAt)
 		return lookupOf(nil), nil
 	}
 	if err != nil {
