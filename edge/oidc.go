@@ -193,7 +193,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Pragma", "no-cache")
-	writeJSON(w, http.StatusOK, resp)
+	writeJSONBody(w, http.StatusOK, resp.AppendJSON(nil))
 }
 
 // handleUserinfo answers the claims of the bearer token's subject: `sub`, and the

@@ -1,11 +1,15 @@
 package edge_test
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/palmgate/palmgate/core/oidc"
 )
 
 // TestDiscovery: the OpenID Connect metadata names the issuer and its endpoints
@@ -256,6 +260,21 @@ func wantTokens(t *testing.T, rec *recorder) {
 	}
 	if p := rec.Header().Get("Pragma"); p != "no-cache" {
 		t.Errorf("Pragma = %q, want no-cache", p)
+	}
+	if h := rec.Header().Get("X-Content-Type-Options"); h != "nosniff" {
+		t.Errorf("X-Content-Type-Options = %q, want nosniff", h)
+	}
+	// The body is what json.Encoder writes of the response (as it was before
+	// TokenResponse.AppendJSON), to the byte.
+	dec := json.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
+	dec.DisallowUnknownFields()
+	var resp oidc.TokenResponse
+	var want bytes.Buffer
+	if err := dec.Decode(&resp); err != nil {
+		t.Fatalf("decoding the token response: %v", err)
+	}
+	if err := json.NewEncoder(&want).Encode(&resp); err != nil || !bytes.Equal(rec.Body.Bytes(), want.Bytes()) {
+		t.Errorf("token response body\n %q\nwant %q (json.Encoder's)", rec.Body.Bytes(), want.Bytes())
 	}
 }
 
