@@ -2,7 +2,6 @@ package oidc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/palmgate/palmgate/storage"
@@ -21,8 +20,8 @@ func (s *Service) RedeemFirstParty(ctx context.Context, clientID, code, redirect
 	if err != nil {
 		return "", err
 	}
-	var rec codeRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
+	rec, err := decodeCode(b)
+	if err != nil {
 		return "", err
 	}
 	humanID := rec.HumanID

@@ -173,7 +173,7 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal(b, &rec); err != nil {
+		if rec, err = decodeCode(b); err != nil {
 			return fmt.Errorf("decoding code: %w", err)
 		}
 		if !s.now().Before(rec.ExpiresAt) {
