@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -119,4 +121,23 @@ func BenchmarkTokenResponseJSON(b *testing.B) {
 			buf = r.AppendJSON(buf[:0])
 		}
 	})
+}
+
+// TestTokenResponseAppendJSONEveryField sets every field of TokenResponse: a
+// field added to the type but not to AppendJSON's hand-written path would be
+// left out of the answer, and fails here.
+func TestTokenResponseAppendJSONEveryField(t *testing.T) {
+	var r TokenResponse
+	v := reflect.ValueOf(&r).Elem()
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.String:
+			f.SetString("v" + strconv.Itoa(i))
+		case reflect.Int64:
+			f.SetInt(int64(i + 1))
+		default:
+			t.Fatalf("TokenResponse.%s is a %s: AppendJSON writes strings and int64s only", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	wantEncoderJSON(t, &r)
 }
