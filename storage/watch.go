@@ -14,7 +14,9 @@ import (
 // (PostgreSQL) is not a Watcher.
 type Watcher interface {
 	// Watch returns the counter of the commits that set or delete a key starting
-	// with prefix. A prefix watched again gets the same counter.
+	// with prefix. A prefix watched again gets the same counter. A write made
+	// before the prefix was first watched is not counted, even if it commits
+	// later: watch a prefix before anything writes under it.
 	Watch(prefix []byte) *Changes
 }
 

@@ -30,7 +30,8 @@ type absentKeys struct {
 	stats   cachestat.Counter // of has, when remembering
 }
 
-// watchKeyIndex turns a on when store is a storage.Watcher.
+// watchKeyIndex turns a on when store is a storage.Watcher; NewService calls it
+// before the Service can register anything.
 func (a *absentKeys) watchKeyIndex(store storage.Store) {
 	if w, ok := store.(storage.Watcher); ok {
 		a.changes = w.Watch([]byte(publicKeyPrefix))
