@@ -5,6 +5,13 @@
 // two is what palmgate's handler costs against the minimal one's; against
 // minimal-proc (the same handler with no Caddy), what Caddy itself costs it.
 //
+// It also answers POST /oauth2/token with the three signatures of a code
+// exchange and nothing else (token.go; scenarios token-caddy and
+// token-caddy-rs): against goal 3's baseline (the same signatures alone), what
+// HTTP, Caddy and the load generator cost an exchange; against palmgate's
+// exchange, what palmgate's token endpoint costs beyond them. The signatures
+// are core/keys' (bench/exchangesig), since they are the baseline.
+//
 // It is registered only in the bench's own binary (cmd/caddy-minimal), never in
 // palmgate's build of Caddy:
 //
@@ -18,6 +25,8 @@
 package minimalcaddy
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2"
@@ -25,7 +34,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	"github.com/palmgate/palmgate/bench/exchangesig"
 	"github.com/palmgate/palmgate/bench/minimal"
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 func init() {
@@ -39,7 +50,8 @@ func init() {
 // handler, as palmgate's handler does its paths, and passes every other
 // request to the next handler.
 type Handler struct {
-	mux http.Handler
+	mux    http.Handler
+	signer *exchangesig.Signer
 }
 
 // CaddyModule returns the Caddy module information.
@@ -50,19 +62,30 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision makes the minimal server's handler: the same http.ServeMux as the
-// minimal server's, so the same routing work as well.
+// Provision makes the minimal server's handler (the same http.ServeMux as the
+// minimal server's, so the same routing work as well) and the token answer's
+// signing keys, in memory.
 func (h *Handler) Provision(caddy.Context) error {
 	h.mux = minimal.Handler()
+	signer, err := exchangesig.New(context.Background(), memstore.New(), Issuer)
+	if err != nil {
+		return fmt.Errorf("minimal_verify: signing keys: %w", err)
+	}
+	h.signer = signer
 	return nil
 }
 
-// ServeHTTP serves the signature check and passes the other paths on.
+// ServeHTTP serves the signature check and the token request and passes the
+// other paths on.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if r.URL.Path != minimal.VerifyPath {
+	switch {
+	case r.URL.Path == minimal.VerifyPath:
+		h.mux.ServeHTTP(w, r)
+	case r.URL.Path == TokenPath && r.Method == http.MethodPost:
+		h.token(w, r)
+	default:
 		return next.ServeHTTP(w, r)
 	}
-	h.mux.ServeHTTP(w, r)
 	return nil
 }
 

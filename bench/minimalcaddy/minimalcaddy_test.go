@@ -2,8 +2,11 @@ package minimalcaddy
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -74,4 +77,67 @@ func TestCaddyfile(t *testing.T) {
 	if _, err := adapt("\tminimal_verify extra"); err == nil {
 		t.Error("an argument was accepted")
 	}
+}
+
+// TestAnswersATokenRequest: a token request gets the three tokens, the ID
+// token signed with ES256 for ES256Client and RS256 for any other client, with
+// the headers RFC 6749 asks for; a request that is not an authorization code
+// grant gets a 400.
+func TestAnswersATokenRequest(t *testing.T) {
+	var h Handler
+	if err := h.Provision(caddy.Context{}); err != nil {
+		t.Fatal(err)
+	}
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		w.WriteHeader(http.StatusTeapot)
+		return nil
+	})
+	post := func(form url.Values) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", TokenPath, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if err := h.ServeHTTP(rec, req, next); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	for client, alg := range map[string]string{ES256Client: "ES256", "bench-rs": "RS256"} {
+		rec := post(url.Values{"grant_type": {"authorization_code"}, "code": {"c"}, "client_id": {client}})
+		var got tokenAnswer
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); rec.Code != http.StatusOK || err != nil {
+			t.Fatalf("%s: %d %v %s", client, rec.Code, err, rec.Body)
+		}
+		if rec.Header().Get("Cache-Control") != "no-store" || rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s: headers %v", client, rec.Header())
+		}
+		for name, tok := range map[string]string{"access": got.AccessToken, "id": got.IDToken, "refresh": got.RefreshToken} {
+			want := "ES256"
+			if name == "id" {
+				want = alg
+			}
+			if h := tokenAlg(t, tok); h != want {
+				t.Errorf("%s: %s token signed with %q, want %s", client, name, h, want)
+			}
+		}
+	}
+	for _, form := range []url.Values{{"grant_type": {"refresh_token"}, "code": {"c"}}, {"grant_type": {"authorization_code"}}} {
+		if rec := post(form); rec.Code != http.StatusBadRequest {
+			t.Errorf("%v: %d, want 400", form, rec.Code)
+		}
+	}
+	if rec := httptest.NewRecorder(); h.ServeHTTP(rec, httptest.NewRequest("GET", TokenPath, nil), next) != nil || rec.Code != http.StatusTeapot {
+		t.Errorf("GET %s: %d, want the next handler's answer", TokenPath, rec.Code)
+	}
+}
+
+// tokenAlg is the alg of a compact JWS's header.
+func tokenAlg(t *testing.T, tok string) string {
+	t.Helper()
+	head, _, _ := strings.Cut(tok, ".")
+	b, err := base64.RawURLEncoding.DecodeString(head)
+	var h struct{ Alg string }
+	if err != nil || json.Unmarshal(b, &h) != nil {
+		t.Fatalf("not a JWS: %q", tok)
+	}
+	return h.Alg
 }

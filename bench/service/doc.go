@@ -21,7 +21,10 @@
 //     id_token_signed_response_alg is ES256) by core/keys; with RS256 ID tokens
 //     (the default) the ratio is decided by measuring the exchange and its
 //     signatures interleaved too; -load.wrk measures it once more with wrk as
-//     the exchange's client;
+//     the exchange's client; beside them, interleaved as well, the same request
+//     answered by a token endpoint in the bench's Caddy that only signs
+//     (bench/minimalcaddy, scenarios token-caddy and token-caddy-rs): what HTTP,
+//     Caddy and the load generator leave of the goal, and palmgate's share;
 //  4. agent registrations (init, then completion by a palm attestor's signed
 //     assertion) by 64 concurrent agents against Badger's own synced-commit rate.
 //

@@ -11,12 +11,12 @@ import (
 var loadSlice = flag.Duration("load.slice", 500*time.Millisecond, "slice length of the interleaved measurements (a scenario and its baseline in alternating slices)")
 
 // interleavedGroups are the ratio goals measured interleaved, once a round, by
-// the scenarios of each group that run (at least two): the exchanges and their
-// signatures (goal 3), and verify/signature with its two baselines (goals 1'
-// and 1”).
+// the scenarios of each group that run (at least two): the exchanges, their
+// signatures (goal 3) and the minimal token handler in Caddy (3'), and
+// verify/signature with its two baselines (goals 1' and 1”).
 var interleavedGroups = [][]string{
-	{"exchange-rs", "signs-rs"},
-	{"exchange", "signs"},
+	{"exchange-rs", "signs-rs", "token-caddy-rs"},
+	{"exchange", "signs", "token-caddy"},
 	{"verify-reg", "verify-unreg", "minimal-proc", "minimal-caddy"},
 }
 
@@ -24,6 +24,8 @@ var interleavedGroups = [][]string{
 // interleaved results when both were measured.
 var interleavedRatios = [][2]string{
 	{"exchange-rs", "signs-rs"}, {"exchange", "signs"},
+	{"exchange-rs", "token-caddy-rs"}, {"token-caddy-rs", "signs-rs"},
+	{"exchange", "token-caddy"}, {"token-caddy", "signs"},
 	{"verify-reg", "minimal-proc"}, {"verify-unreg", "minimal-proc"},
 	{"verify-reg", "minimal-caddy"}, {"verify-unreg", "minimal-caddy"},
 	{"minimal-caddy", "minimal-proc"},

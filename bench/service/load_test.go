@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/palmgate/palmgate/bench/minimal"
+	"github.com/palmgate/palmgate/bench/minimalcaddy"
 	"github.com/palmgate/palmgate/internal/loadgen"
 )
 
@@ -111,8 +112,8 @@ func TestServiceLoad(t *testing.T) {
 	if err := minimal.Check(postTo("http://" + minProc)); err != nil {
 		t.Fatalf("the minimal server's process does not answer as palmgate does: %v", err)
 	}
-	var mc minimalCaddy // only when its scenario runs: its binary is built first
-	if selected("minimal-caddy") {
+	var mc minimalCaddy // only when its scenarios run: its binary is built first
+	if selected("minimal-caddy") || selected("token-caddy") || selected("token-caddy-rs") {
 		mc = startMinimalCaddy(t)
 	}
 	sign := newSigner(t)
@@ -241,6 +242,12 @@ func TestServiceLoad(t *testing.T) {
 		{name: "exchange-rs", group: "token", unit: "req", workers: nc, server: "caddy",
 			what:    "the same exchange for a client with the default RS256 ID tokens",
 			prepare: func(_ int, span time.Duration) error { return rs.prepare(s, span) }, setup: rs.setup(s.host)},
+		{name: "token-caddy", group: "token", unit: "req", workers: nc, server: "mincaddy",
+			what:  "the exchange's request (ES256 client) answered with its three signatures alone, by a minimal handler in the bench's own Caddy (bench/minimalcaddy)",
+			setup: fixed(mc.host, tokenRequests(t, s, mc.host, clientID), nc)},
+		{name: "token-caddy-rs", group: "token", unit: "req", workers: nc, server: "mincaddy",
+			what:  "the same for the RS256 client",
+			setup: fixed(mc.host, tokenRequests(t, s, mc.host, clientIDRS), nc)},
 		{name: "commits", group: "register", unit: "commit", workers: *loadAgents, server: "self",
 			what: fmt.Sprintf("Badger's own DB.Update of one 64-byte value, SyncWrites, %d goroutines", *loadAgents), setup: inproc(commit)},
 		{name: "store-commits", group: "register", unit: "commit", workers: *loadAgents, server: "self",
@@ -345,6 +352,21 @@ func exhausted(r result) string {
 
 func perOp(d time.Duration, r result) float64 {
 	return float64(d.Nanoseconds()) / 1e3 / float64(r.Ops)
+}
+
+// tokenRequests is the token request of one code of client, sent to host
+// (caddy-minimal): the same bytes as an exchange's, for the minimal token
+// handler, which checks no code. Empty when neither token-caddy scenario runs.
+func tokenRequests(t testing.TB, s *site, host, client string) [][]byte {
+	t.Helper()
+	if !selected("token-caddy") && !selected("token-caddy-rs") {
+		return nil
+	}
+	bodies, err := s.mintCodesOf(client, 1, 1)
+	if err != nil {
+		t.Fatalf("minting a code of %s: %v", client, err)
+	}
+	return [][]byte{loadgen.PostRequest(host, minimalcaddy.TokenPath, "application/x-www-form-urlencoded", bodies[0])}
 }
 
 // measureRate runs op on n goroutines for d and returns operations per second.

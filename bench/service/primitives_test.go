@@ -12,18 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/golang-jwt/jwt/v5"
-	"github.com/google/uuid"
 
+	"github.com/palmgate/palmgate/bench/exchangesig"
 	"github.com/palmgate/palmgate/bench/minimal"
 	"github.com/palmgate/palmgate/core/keys"
-	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
 )
@@ -118,23 +115,11 @@ func verifyOp(t testing.TB) func() error {
 	}
 }
 
-// refreshClaims are the claims of palmgate's refresh tokens (core/oidc's are
-// unexported): the same JSON, so the same signing cost.
-type refreshClaims struct {
-	jwt.RegisteredClaims
-	ClientID string `json:"client_id"`
-	GrantID  string `json:"sid"`
-}
-
-// signer signs what one code exchange signs (core/oidc's sign): an ES256
+// signer signs what one code exchange signs (bench/exchangesig): an ES256
 // access token, an ID token (ES256 for the bench client, its
 // id_token_signed_response_alg; RS256 for the bench-rs client, the default)
-// and an ES256 refresh token, with core/keys
-// and claims of the same shape and sizes.
-type signer struct {
-	set    *keys.Set
-	issuer string
-}
+// and an ES256 refresh token.
+type signer struct{ *exchangesig.Signer }
 
 func newSigner(t testing.TB) *signer {
 	t.Helper()
@@ -143,54 +128,19 @@ func newSigner(t testing.TB) *signer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	set, err := keys.Open(context.Background(), store, nil)
+	s, err := exchangesig.New(context.Background(), store, "http://127.0.0.1:41234/oauth2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &signer{set: set, issuer: "http://127.0.0.1:41234/oauth2"}
+	return &signer{s}
 }
 
 // sign3 makes the three tokens of one exchange of the bench client (an ES256 ID
 // token).
-func (s *signer) sign3() error { return s.sign3With(keys.ES256, clientID) }
+func (s *signer) sign3() error { _, err := s.Sign3(keys.ES256, clientID); return err }
 
 // sign3RS makes the three tokens of one exchange of the RS256 client.
-func (s *signer) sign3RS() error { return s.sign3With(keys.RS256, clientIDRS) }
-
-// sign3With makes the three tokens of one exchange of client, its ID token
-// signed with idAlg.
-func (s *signer) sign3With(idAlg, clientID string) error {
-	now := time.Now()
-	sub := strings.Repeat("S", 43) // a pairwise subject
-	grantID := uuid.NewString()
-	authTime := now.Add(-time.Second).Unix()
-	if _, err := s.set.Sign(keys.ES256, oidc.TypeAccessToken, oidc.AccessClaims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{strings.TrimSuffix(s.issuer, "/oauth2")},
-			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), ID: uuid.NewString(),
-		},
-		ClientID: clientID, Scope: "offline_access openid", AuthTime: authTime, GrantID: grantID,
-	}); err != nil {
-		return err
-	}
-	if _, err := s.set.Sign(idAlg, oidc.TypeIDToken, oidc.IDClaims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{clientID},
-			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)),
-		},
-		AuthTime: authTime, Nonce: "n-0123456789abcdef", AMR: []string{"palm"}, AZP: clientID, GrantID: grantID,
-	}); err != nil {
-		return err
-	}
-	_, err := s.set.Sign(keys.ES256, oidc.TypeRefreshToken, refreshClaims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.issuer},
-			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(2160 * time.Hour)), ID: uuid.NewString(),
-		},
-		ClientID: clientID, GrantID: grantID,
-	})
-	return err
-}
+func (s *signer) sign3RS() error { _, err := s.Sign3(keys.RS256, clientIDRS); return err }
 
 // badgerCommits returns one small synced commit on a Badger database of its own,
 // on the same file system as the server's store: Badger's own synced-commit rate

@@ -19,6 +19,7 @@ var baselines = map[string]struct {
 	"device": {"static", 1}, "public-key": {"static", 1}, "leaderboard": {"static-board", 1},
 	"static": {"ok-proc", 1}, "minimal-caddy": {"minimal-proc", 1},
 	"exchange": {"signs", 1}, "exchange-rs": {"signs-rs", 1},
+	"token-caddy": {"signs", 1}, "token-caddy-rs": {"signs-rs", 1},
 	"register": {"commits", 0.5},
 }
 
@@ -205,6 +206,17 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 		goal("2. leaderboard p99 / "+l+" lookup p99", "leaderboard", l, 1, goalLeaderP99, false)
 	}
 	decide("3. code exchange / its three signatures (RS256 ID tokens, the default)", "exchange-rs", "signs-rs", goalExchange)
+	// 3': the same request answered by a token endpoint in Caddy that only signs
+	// (bench/minimalcaddy), interleaved with the two: what HTTP, Caddy and the
+	// load generator leave of goal 3, and palmgate's share of what they leave.
+	for _, p := range [][3]string{{"token-caddy-rs", "signs-rs", "exchange-rs"}, {"token-caddy", "signs", "exchange"}} {
+		ceiling, ok := ratioOf(results, interleavedName(p[0]), interleavedName(p[1]), rate)
+		share, ok2 := ratioOf(results, interleavedName(p[2]), interleavedName(p[0]), rate)
+		if ok && ok2 {
+			fmt.Fprintf(&b, "info 3'. %s / %s, interleaved: %.2f (%.0f/s), the most goal 3 allows a token endpoint in this Caddy with this load generator; %s / %s: %.2f, palmgate's share of it\n",
+				p[0], p[1], ceiling, loadgen.MedianOf(results[interleavedName(p[0])], rate), p[2], p[0], share)
+		}
+	}
 	if rs := results["exchange"]; len(rs) > 0 {
 		x := loadgen.MedianOf(rs, rate)
 		verdict := "PASS"

@@ -83,6 +83,14 @@ func TestReportInterleaved(t *testing.T) {
 	if strings.Contains(report, "MISS 3.") || strings.Contains(report, "PASS 3. code exchange / its three signatures (RS256 ID tokens, the default):") {
 		t.Errorf("the separate slots still decide goal 3:\n%s", report)
 	}
+	if strings.Contains(report, "3'.") {
+		t.Errorf("3' reported without token-caddy-rs:\n%s", report)
+	}
+	results[interleavedName("token-caddy-rs")] = []result{interleavedRound(950, 2000, 100, 8), interleavedRound(950, 2000, 100, 8)}
+	wantInReport(t, summarize(scenarios, results, SeedConfig{}),
+		"info 3'. token-caddy-rs / signs-rs, interleaved: 0.95 (950/s), the most goal 3 allows a token endpoint in this Caddy with this load generator; exchange-rs / token-caddy-rs: 0.92, palmgate's share of it",
+	)
+	delete(results, interleavedName("token-caddy-rs"))
 
 	results[interleavedName("exchange-rs")] = []result{interleavedRound(700, 2750, 100, 8), interleavedRound(750, 2600, 100, 6)}
 	results[interleavedName("exchange-rs")][1].PoolExhaustedAt = time.Second
