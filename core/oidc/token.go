@@ -157,8 +157,9 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 	var g *grant
 	var reused bool
 	var revoked revocation
+	var ahead *signing
 	err := s.store.Update(ctx, func(txn storage.Txn) error {
-		reused, rec, revoked = false, codeRecord{}, revocation{} // fn may run again: nothing of a run before
+		reused, rec, revoked, ahead = false, codeRecord{}, revocation{}, nil // fn may run again: nothing of a run before
 		if err := c.prefetch(txn, codeKey(code)); err != nil {
 			return err
 		}
@@ -214,7 +215,17 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 		if slices.Contains(rec.Scopes, ScopeOfflineAccess) {
 			g.RefreshJTI = refreshJTI
 		}
-		return s.putGrant(txn, grantID, g, s.grantTTL(g))
+		if err := s.putGrant(txn, grantID, g, s.grantTTL(g)); err != nil {
+			return err
+		}
+		// The tokens are signed while the commit is written; they are answered
+		// only if this run of fn is the one committed (signahead.go).
+		var refreshExp time.Time
+		if g.RefreshJTI != "" {
+			refreshExp = g.ExpiresAt
+		}
+		ahead = s.signAhead(cl, grantID, clientID, rec.HumanID, rec.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -224,11 +235,7 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 		s.events.Emit(ctx, event.Event{Kind: event.CodeReused, Outcome: event.Revoked, ClientID: clientID, HumanID: rec.HumanID})
 		return nil, oauthError(ErrInvalidGrant, "the code was already used; the tokens issued from it are revoked")
 	}
-	var refreshExp time.Time
-	if g.RefreshJTI != "" {
-		refreshExp = g.ExpiresAt
-	}
-	resp, err := s.sign(cl, grantID, clientID, rec.HumanID, rec.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
+	resp, err := ahead.answer()
 	if err == nil {
 		s.clients.touch(ctx, cl, s.refreshTTL)
 		s.events.Emit(ctx, event.Event{Kind: event.TokenIssued, Outcome: event.AuthorizationCode, ClientID: clientID, HumanID: rec.HumanID})
@@ -476,6 +483,17 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 // The access token's aud is the grant's resource, or the client's choice
 // (accessAudience).
 func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, error) {
+	resp, access, err := s.signTokens(cl, grantID, clientID, humanID, scopes, resource, authTime, nonce, refreshJTI, refreshExp)
+	if err != nil {
+		return nil, err
+	}
+	// This instance just signed it: its first use costs no signature check.
+	s.access.Remember(resp.AccessToken, access)
+	return resp, nil
+}
+
+// signTokens is sign without remembering the access token.
+func (s *Service) signTokens(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, *AccessClaims, error) {
 	now := s.now()
 	sub := PairwiseSubject(s.pairwiseSecret, cl.sector, humanID)
 	scope := joinScopes(scopes)
@@ -489,10 +507,8 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 	}
 	access, err := s.keys.Sign(keys.ES256, TypeAccessToken, accessClaims)
 	if err != nil {
-		return nil, fmt.Errorf("signing access token: %w", err)
+		return nil, nil, fmt.Errorf("signing access token: %w", err)
 	}
-	// This instance just signed it: its first use costs no signature check.
-	s.access.Remember(access, accessClaims)
 	resp := &TokenResponse{
 		AccessToken: access, TokenType: "Bearer", ExpiresIn: int64(s.accessTTL / time.Second),
 		Scope: scope,
@@ -510,7 +526,7 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 			PreferredUsername: ProfileClaims(sub, scopes)["preferred_username"],
 		})
 		if err != nil {
-			return nil, fmt.Errorf("signing ID token: %w", err)
+			return nil, nil, fmt.Errorf("signing ID token: %w", err)
 		}
 	}
 	if refreshJTI != "" {
@@ -522,9 +538,9 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 			ClientID: clientID, GrantID: grantID,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("signing refresh token: %w", err)
+			return nil, nil, fmt.Errorf("signing refresh token: %w", err)
 		}
 		resp.RefreshTokenExpiresIn = int64(refreshExp.Sub(now) / time.Second)
 	}
-	return resp, nil
+	return resp, accessClaims, nil
 }
