@@ -4,20 +4,21 @@ import "time"
 
 // Signing ahead.
 //
-// A code exchange commits the code's use and the grant (one synced commit),
-// then answers tokens whose content that transaction decided. Signing them only
-// after the commit makes the request wait for the disk and then for the
-// signatures, one after the other, and leaves the cores idle while the
-// concurrent requests all wait for the disk. So the transaction's fn starts
-// the signing as its last step, on its own goroutine, and the request waits
-// for the commit and the signatures together.
+// A code exchange commits the code's use and the grant, a refresh the grant's
+// new refresh token id (one synced commit each), then answers tokens whose
+// content that transaction decided. Signing them only after the commit makes
+// the request wait for the disk and then for the signatures, one after the
+// other, and leaves the cores idle while the concurrent requests all wait for
+// the disk. So the transaction's fn starts the signing as its last step, on a
+// goroutine of its own, and the request waits for the commit and the
+// signatures together.
 //
 // Nothing signed ahead is seen before its transaction commits: the tokens stay
-// in the signing until answer is called, which the exchange does only after
-// Update returned nil, and the access token is remembered by the bearer cache
-// only then. A run of fn that is not the one committed (a group that ran again,
-// a conflict) leaves its signing behind unanswered, and the run after it
-// starts its own; at worst, a retried exchange signs twice.
+// in the signing until answer is called, which the exchange and the refresh
+// do only after Update returned nil, and the access token is remembered by the
+// bearer cache only then. A run of fn that is not the one committed (a group
+// that ran again, a conflict) leaves its signing behind unanswered, and the
+// run after it starts its own; at worst, a retried request signs twice.
 
 // signing is one set of tokens being signed ahead of a commit.
 type signing struct {
@@ -29,18 +30,19 @@ type signing struct {
 	err    error
 }
 
-// signAhead starts signing the tokens sign would make, on a goroutine of its own.
+// signAhead starts signing the tokens (sign) on a goroutine of its own.
 func (s *Service) signAhead(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) *signing {
 	g := &signing{s: s, done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
-		g.resp, g.access, g.err = s.signTokens(cl, grantID, clientID, humanID, scopes, resource, authTime, nonce, refreshJTI, refreshExp)
+		g.resp, g.access, g.err = s.sign(cl, grantID, clientID, humanID, scopes, resource, authTime, nonce, refreshJTI, refreshExp)
 	}()
 	return g
 }
 
-// answer waits for the tokens and remembers the access token as sign does: call
-// it only once the transaction that started the signing has committed.
+// answer waits for the tokens and remembers the access token (this instance just
+// signed it: its first use costs no signature check). Call it only once the
+// transaction that started the signing has committed.
 func (g *signing) answer() (*TokenResponse, error) {
 	<-g.done
 	if g.err != nil {

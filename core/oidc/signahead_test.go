@@ -40,7 +40,8 @@ func TestSignedAheadRememberedOnlyWhenAnswered(t *testing.T) {
 
 // TestExchangeAnswersOnlyACommit: an exchange whose commit is lost answers no
 // tokens, whatever it signed ahead, and leaves the code unused; the exchange
-// that commits answers tokens of that transaction, its access token remembered.
+// that commits answers tokens of that transaction, its access token
+// remembered. The same for a refresh.
 func TestExchangeAnswersOnlyACommit(t *testing.T) {
 	ctx := context.Background()
 	var fail atomic.Bool
@@ -63,7 +64,13 @@ func TestExchangeAnswersOnlyACommit(t *testing.T) {
 	if after := h.svc.access.CacheStats(); after.Hits != before.Hits+1 {
 		t.Error("the answered access token was not remembered")
 	}
+	// A refresh whose commit is lost answers nothing and rotates nothing.
+	fail.Store(true)
+	if got, err := h.svc.Refresh(ctx, "app", tok.RefreshToken, ""); got != nil || !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("refresh with its commit lost = %+v, %v; want no tokens and ErrUnavailable", got, err)
+	}
+	fail.Store(false)
 	if _, err := h.svc.Refresh(ctx, "app", tok.RefreshToken, ""); err != nil {
-		t.Errorf("the refresh token of the committed grant %s: %v", claims.GrantID, err)
+		t.Errorf("the refresh token of the committed grant %s after a lost rotation: %v", claims.GrantID, err)
 	}
 }

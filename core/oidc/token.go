@@ -428,8 +428,9 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 	var g *grant
 	var reused bool
 	var revoked revocation
+	var ahead *signing
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		reused, revoked = false, revocation{}
+		reused, revoked, ahead = false, revocation{}, nil
 		if err := c.prefetch(txn, grantKey(claims.GrantID)); err != nil {
 			return err
 		}
@@ -457,7 +458,15 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 			return err
 		}
 		g.RefreshJTI = newJTI
-		return s.putGrant(txn, claims.GrantID, g, 0)
+		if err := s.putGrant(txn, claims.GrantID, g, 0); err != nil {
+			return err
+		}
+		scopes := g.Scopes
+		if asked != nil {
+			scopes = asked
+		}
+		ahead = s.signAhead(cl, claims.GrantID, clientID, g.HumanID, scopes, g.Resource, g.AuthTime, "", newJTI, g.ExpiresAt)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -467,11 +476,7 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 		s.events.Emit(ctx, event.Event{Kind: event.RefreshReused, Outcome: event.Revoked, ClientID: clientID, HumanID: g.HumanID})
 		return nil, oauthError(ErrInvalidGrant, "the refresh token was already used; its family is revoked")
 	}
-	scopes := g.Scopes
-	if asked != nil {
-		scopes = asked
-	}
-	resp, err := s.sign(cl, claims.GrantID, clientID, g.HumanID, scopes, g.Resource, g.AuthTime, "", newJTI, g.ExpiresAt)
+	resp, err := ahead.answer()
 	if err == nil {
 		s.clients.touch(ctx, cl, s.refreshTTL)
 		s.events.Emit(ctx, event.Event{Kind: event.TokenIssued, Outcome: event.RefreshToken, ClientID: clientID, HumanID: g.HumanID})
@@ -479,21 +484,11 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 	return resp, err
 }
 
-// sign makes the access token, the ID token and (with refreshJTI) the refresh token.
-// The access token's aud is the grant's resource, or the client's choice
+// sign makes the access token, the ID token and (with refreshJTI) the refresh token,
+// and returns the access token's claims for the bearer cache (signahead.go). The
+// access token's aud is the grant's resource, or the client's choice
 // (accessAudience).
-func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, error) {
-	resp, access, err := s.signTokens(cl, grantID, clientID, humanID, scopes, resource, authTime, nonce, refreshJTI, refreshExp)
-	if err != nil {
-		return nil, err
-	}
-	// This instance just signed it: its first use costs no signature check.
-	s.access.Remember(resp.AccessToken, access)
-	return resp, nil
-}
-
-// signTokens is sign without remembering the access token.
-func (s *Service) signTokens(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, *AccessClaims, error) {
+func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) (*TokenResponse, *AccessClaims, error) {
 	now := s.now()
 	sub := PairwiseSubject(s.pairwiseSecret, cl.sector, humanID)
 	scope := joinScopes(scopes)
