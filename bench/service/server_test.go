@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palmgate/palmgate/bench/minimalcaddy"
 	"github.com/palmgate/palmgate/core/agent"
 	"github.com/palmgate/palmgate/internal/loadgen"
 	"github.com/palmgate/palmgate/internal/testserver"
@@ -35,7 +36,9 @@ func TestMain(m *testing.M) { testserver.Main(m) }
 
 // The OAuth client of the code exchanges.
 const (
-	clientID = "bench"
+	// clientID is a client with ES256 ID tokens (id_token_signed_response_alg);
+	// the minimal token handler signs with ES256 for it alone.
+	clientID = minimalcaddy.ES256Client
 	// clientIDRS is a client with the default ID-token algorithm, RS256: the
 	// exchange goal's ratio to its signing work is measured on it.
 	clientIDRS  = "bench-rs"

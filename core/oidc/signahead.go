@@ -32,22 +32,22 @@ type signing struct {
 
 // signAhead starts signing the tokens (sign) on a goroutine of its own.
 func (s *Service) signAhead(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) *signing {
-	g := &signing{s: s, done: make(chan struct{})}
+	sig := &signing{s: s, done: make(chan struct{})}
 	go func() {
-		defer close(g.done)
-		g.resp, g.access, g.err = s.sign(cl, grantID, clientID, humanID, scopes, resource, authTime, nonce, refreshJTI, refreshExp)
+		defer close(sig.done)
+		sig.resp, sig.access, sig.err = s.sign(cl, grantID, clientID, humanID, scopes, resource, authTime, nonce, refreshJTI, refreshExp)
 	}()
-	return g
+	return sig
 }
 
 // answer waits for the tokens and remembers the access token (this instance just
 // signed it: its first use costs no signature check). Call it only once the
 // transaction that started the signing has committed.
-func (g *signing) answer() (*TokenResponse, error) {
-	<-g.done
-	if g.err != nil {
-		return nil, g.err
+func (sig *signing) answer() (*TokenResponse, error) {
+	<-sig.done
+	if sig.err != nil {
+		return nil, sig.err
 	}
-	g.s.access.Remember(g.resp.AccessToken, g.access)
-	return g.resp, nil
+	sig.s.access.Remember(sig.resp.AccessToken, sig.access)
+	return sig.resp, nil
 }
