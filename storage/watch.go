@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -61,16 +62,16 @@ func (w *Watches) Watch(prefix []byte) *Changes {
 	return c
 }
 
-// Note adds to t the counters of the prefixes key starts with: a Txn's Set and
-// Delete call it, and its store calls t.Committed once the transaction has
-// committed and is visible to new reads.
+// Note adds to t the counters of the prefixes key starts with, each once: a
+// Txn's Set and Delete call it, and its store calls t.Committed once the
+// transaction has committed and is visible to new reads.
 func (w *Watches) Note(t *Touched, key []byte) {
 	p := w.list.Load()
 	if p == nil {
 		return
 	}
 	for _, x := range *p {
-		if bytes.HasPrefix(key, x.prefix) {
+		if bytes.HasPrefix(key, x.prefix) && !slices.Contains(*t, x.changes) {
 			*t = append(*t, x.changes)
 		}
 	}
@@ -89,7 +90,7 @@ func (w *Watches) ChangedAll() {
 // Touched are the counters a transaction's writes matched (Watches.Note).
 type Touched []*Changes
 
-// Committed counts the commit in every counter touched.
+// Committed counts the commit once in every counter touched.
 func (t Touched) Committed() {
 	for _, c := range t {
 		c.n.Add(1)
