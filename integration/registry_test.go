@@ -479,7 +479,13 @@ func TestVerifySignature(t *testing.T) {
 			}
 		}
 		check(false)
+		hits, _ := scrapeMetrics(t, e).cacheCounts(t, "agent_absent_keys")
 		check(false)
+		// Answered from memory: the store the app holds is Badger's own, a
+		// storage.Watcher (a wrapper would hide it and silently turn this off).
+		if after, _ := scrapeMetrics(t, e).cacheCounts(t, "agent_absent_keys"); after-hits < 2 {
+			t.Errorf("agent_absent_keys hits grew by %v over a signature check and a lookup of an unregistered key, want 2", after-hits)
+		}
 		e.register(t, late, e.subject("late-owner"))
 		check(true)
 	})
