@@ -48,6 +48,16 @@ type refreshClaims struct {
 	GrantID  string `json:"sid"`
 }
 
+// AppendClaims encodes the claims as palmgate's own refresh claims do
+// (keys.ClaimsAppender), so that the baseline does the exchange's encoding work.
+func (c refreshClaims) AppendClaims(b []byte) ([]byte, error) {
+	o := keys.NewClaimsJSON(b)
+	o.Registered(&c.RegisteredClaims)
+	o.String("client_id", c.ClientID, false)
+	o.String("sid", c.GrantID, false)
+	return o.End(func() any { return c })
+}
+
 // Sign3 makes the three tokens of one exchange of clientID, its ID token
 // signed with idAlg.
 func (s *Signer) Sign3(idAlg, clientID string) (Tokens, error) {

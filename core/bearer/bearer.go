@@ -81,6 +81,24 @@ type Actor struct {
 	Profile string `json:"sub_profile,omitempty"`
 }
 
+// AppendClaims appends the claims' JSON (keys.ClaimsAppender): what json.Marshal
+// writes, by hand when keys.ClaimsJSON can.
+func (c Claims) AppendClaims(b []byte) ([]byte, error) {
+	o := keys.NewClaimsJSON(b)
+	o.Registered(&c.RegisteredClaims)
+	o.String("client_id", c.ClientID, false)
+	o.String("scope", c.Scope, false)
+	o.Int("auth_time", c.AuthTime, true)
+	o.String("sid", c.GrantID, false)
+	if c.Act != nil {
+		o.Object("act", func(o *keys.ClaimsJSON) {
+			o.String("sub", c.Act.Subject, false)
+			o.String("sub_profile", c.Act.Profile, true)
+		})
+	}
+	return o.End(func() any { return c })
+}
+
 // ActorProfileAgent is the sub_profile of an agent acting for a person.
 const ActorProfileAgent = "ai_agent"
 

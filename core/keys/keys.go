@@ -379,19 +379,31 @@ func (s *Set) Sign(alg, typ string, claims jwt.Claims) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encoding %s token: %w", alg, err)
 	}
-	body, err := json.Marshal(claims)
+	var body []byte
+	if a, ok := claims.(ClaimsAppender); ok {
+		body, err = a.AppendClaims(nil)
+	} else {
+		body, err = json.Marshal(claims)
+	}
 	if err != nil {
 		return "", fmt.Errorf("encoding %s token: %w", alg, err)
 	}
-	signing := header + "." + base64.RawURLEncoding.EncodeToString(body)
-	sig, err := method.Sign(signing, k.Private)
+	// One buffer for the token: header, claims, then the signature (at most 512
+	// bytes, an RSA-4096 signature's base64).
+	b64 := base64.RawURLEncoding
+	token := make([]byte, 0, len(header)+1+b64.EncodedLen(len(body))+1+b64.EncodedLen(512))
+	token = append(token, header...)
+	token = append(token, '.')
+	token = b64.AppendEncode(token, body)
+	sig, err := method.Sign(string(token), k.Private)
 	if err != nil {
 		return "", fmt.Errorf("signing %s token: %w", alg, err)
 	}
 	if alg == ES256 {
 		sig = NormalizeS(sig)
 	}
-	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	token = append(token, '.')
+	return string(b64.AppendEncode(token, sig)), nil
 }
 
 // generateKey is the Generator of production: a fresh key from crypto/rand.

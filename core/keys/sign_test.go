@@ -11,8 +11,10 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math/big"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -362,5 +364,45 @@ func TestKeyIDIsThumbprint(t *testing.T) {
 	}
 	if k := s.ByID(old.ID); k == nil || !k.Private.Public().(*ecdsa.PublicKey).Equal(old.Public()) {
 		t.Errorf("the key stored under an older kid is not found by it: %v", k)
+	}
+}
+
+// appendedClaims encode themselves differently from json.Marshal, so that a test
+// can tell which encoding Sign used.
+type appendedClaims struct {
+	jwt.RegisteredClaims
+	err error
+}
+
+func (c appendedClaims) AppendClaims(b []byte) ([]byte, error) {
+	o := NewClaimsJSON(b)
+	o.Registered(&c.RegisteredClaims)
+	o.String("appended", "yes", false)
+	out, _ := o.End(nil)
+	return out, c.err
+}
+
+// TestSignClaimsAppender: Sign signs the JSON claims append themselves, in every
+// algorithm, and fails with their error.
+func TestSignClaimsAppender(t *testing.T) {
+	s := openSet(t, openStore(t, t.TempDir()))
+	for _, alg := range Algorithms {
+		token, err := s.Sign(alg, "JWT", appendedClaims{RegisteredClaims: testClaims()})
+		if err != nil {
+			t.Fatalf("%s: %v", alg, err)
+		}
+		parse(t, token, alg, s.Active(alg).Public())
+		payload, err := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := appendedClaims{RegisteredClaims: testClaims()}.AppendClaims(nil)
+		if !bytes.Equal(payload, want) {
+			t.Errorf("%s: payload %s, want %s", alg, payload, want)
+		}
+	}
+	wrong := errors.New("cannot encode")
+	if _, err := s.Sign(ES256, "JWT", appendedClaims{RegisteredClaims: testClaims(), err: wrong}); !errors.Is(err, wrong) {
+		t.Errorf("Sign = %v, want %v", err, wrong)
 	}
 }

@@ -94,6 +94,30 @@ type refreshClaims struct {
 	GrantID  string `json:"sid"`
 }
 
+// AppendClaims appends the claims' JSON (keys.ClaimsAppender): what json.Marshal
+// writes, by hand when keys.ClaimsJSON can.
+func (c IDClaims) AppendClaims(b []byte) ([]byte, error) {
+	o := keys.NewClaimsJSON(b)
+	o.Registered(&c.RegisteredClaims)
+	o.Int("auth_time", c.AuthTime, false)
+	o.String("nonce", c.Nonce, true)
+	o.String("acr", c.ACR, true)
+	o.Strings("amr", c.AMR, false)
+	o.String("azp", c.AZP, true)
+	o.String("sid", c.GrantID, true)
+	o.String("preferred_username", c.PreferredUsername, true)
+	return o.End(func() any { return c })
+}
+
+// AppendClaims appends the claims' JSON (keys.ClaimsAppender).
+func (c refreshClaims) AppendClaims(b []byte) ([]byte, error) {
+	o := keys.NewClaimsJSON(b)
+	o.Registered(&c.RegisteredClaims)
+	o.String("client_id", c.ClientID, false)
+	o.String("sid", c.GrantID, false)
+	return o.End(func() any { return c })
+}
+
 func joinScopes(scopes []string) string { return strings.Join(scopes, " ") }
 
 func unixOrZero(d *jwt.NumericDate) int64 {

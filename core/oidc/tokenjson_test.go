@@ -54,7 +54,7 @@ func TestTokenResponseAppendJSON(t *testing.T) {
 	wantEncoderJSON(t, &TokenResponse{AccessToken: "a", TokenType: "Bearer", ExpiresIn: 60, Scope: "api"})
 	wantEncoderJSON(t, benchTokens())
 
-	// Each special string at every offset of a longer one, which verbatim reads
+	// Each special string at every offset of a longer one, which keys.Verbatim reads
 	// eight bytes at a time.
 	for _, s := range specials {
 		for i := range 17 {
