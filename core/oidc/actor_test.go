@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 // fakeAgents is an agent registry: deviceId -> key and human.
@@ -71,7 +73,12 @@ type actorHarness struct {
 
 func newActorHarness(t *testing.T) *actorHarness {
 	t.Helper()
-	h := &actorHarness{harness: newHarness(t), agents: &fakeAgents{agents: map[string]fakeAgent{}}}
+	return newActorHarnessOn(t, memstore.New())
+}
+
+func newActorHarnessOn(t *testing.T, store storage.Store) *actorHarness {
+	t.Helper()
+	h := &actorHarness{harness: newHarnessOn(t, store, testSecret), agents: &fakeAgents{agents: map[string]fakeAgent{}}}
 	h.svc.agents = h.agents
 	h.alice = h.login(t, params(), "alice").humanID
 	h.bob = h.login(t, params(), "bob").humanID

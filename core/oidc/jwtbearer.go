@@ -72,8 +72,9 @@ func (s *Service) jwtBearer(ctx context.Context, c *caller, p url.Values) (*Toke
 	now := s.now()
 	var cl *client
 	var g *ActorGrant
+	var ahead *signing
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		g = nil
+		g, ahead = nil, nil // fn may run again: nothing of a run before
 		jtiKey, grantKey := actorJTIKey(deviceID, claims.ID), actorGrantKey(deviceID, c.id)
 		if err := c.prefetch(txn, jtiKey, grantKey); err != nil {
 			return err
@@ -111,18 +112,23 @@ func (s *Service) jwtBearer(ctx context.Context, c *caller, p url.Values) (*Toke
 		}
 		if now.Sub(g.LastUsedAt) >= actorLastUsedStep {
 			g.LastUsedAt = now.UTC()
-			return s.putActorGrant(txn, g)
+			if err := s.putActorGrant(txn, g); err != nil {
+				return err
+			}
 		}
+		// The token is signed while the commit is written; it is answered only
+		// if this run of fn is the one committed (signahead.go).
+		scopes := g.Scopes
+		if asked != nil {
+			scopes = asked
+		}
+		ahead = s.signActorAhead(cl, g, scopes)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	scopes := g.Scopes
-	if asked != nil {
-		scopes = asked
-	}
-	resp, err := s.signActor(cl, g, scopes)
+	resp, err := ahead.answer()
 	if err == nil {
 		s.events.Emit(ctx, event.Event{Kind: event.TokenIssued, Outcome: event.JWTBearer, ClientID: c.id, HumanID: humanID, DeviceID: g.DeviceID})
 	}
@@ -210,7 +216,8 @@ func assertionProblem(err error) string {
 // g: the human's pairwise sub for the client, the grant's resource (or the
 // client's audience), `act` naming the agent, and the grant's id as `sid`. It
 // never outlives the grant: its exp is the grant's end when that comes first.
-func (s *Service) signActor(cl *client, g *ActorGrant, scopes []string) (*TokenResponse, error) {
+// It returns the claims for the bearer cache, which answer fills (signahead.go).
+func (s *Service) signActor(cl *client, g *ActorGrant, scopes []string) (*TokenResponse, *AccessClaims, error) {
 	now := s.now()
 	exp := now.Add(s.accessTTL)
 	if g.ExpiresAt.Before(exp) {
@@ -228,8 +235,7 @@ func (s *Service) signActor(cl *client, g *ActorGrant, scopes []string) (*TokenR
 	}
 	token, err := s.keys.Sign(keys.ES256, TypeAccessToken, claims)
 	if err != nil {
-		return nil, fmt.Errorf("signing access token: %w", err)
+		return nil, nil, fmt.Errorf("signing access token: %w", err)
 	}
-	s.access.Remember(token, claims)
-	return &TokenResponse{AccessToken: token, TokenType: "Bearer", ExpiresIn: int64(exp.Sub(now) / time.Second), Scope: scope}, nil
+	return &TokenResponse{AccessToken: token, TokenType: "Bearer", ExpiresIn: int64(exp.Sub(now) / time.Second), Scope: scope}, claims, nil
 }

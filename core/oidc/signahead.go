@@ -5,8 +5,8 @@ import "time"
 // Signing ahead.
 //
 // A code exchange commits the code's use and the grant, a refresh the grant's
-// new refresh token id (one synced commit each), then answers tokens whose
-// content that transaction decided. Signing them only after the commit makes
+// new refresh token id, the jwt-bearer grant its assertion's jti (one synced
+// commit each), then answers tokens whose content that transaction decided. Signing them only after the commit makes
 // the request wait for the disk and then for the signatures, one after the
 // other, and leaves the cores idle while the concurrent requests all wait for
 // the disk. So the transaction's fn starts the signing as its last step, on a
@@ -30,12 +30,28 @@ type signing struct {
 	err    error
 }
 
-// signAhead starts signing the tokens (sign) on a goroutine of its own.
+// signAhead starts signing the tokens of an exchange or a refresh (sign) on a
+// goroutine of its own.
 func (s *Service) signAhead(cl *client, grantID, clientID, humanID string, scopes []string, resource string, authTime time.Time, nonce, refreshJTI string, refreshExp time.Time) *signing {
+	return s.startSigning(func() (*TokenResponse, *AccessClaims, error) {
+		return s.sign(cl, grantID, clientID, humanID, scopes, resource, authTime, nonce, refreshJTI, refreshExp)
+	})
+}
+
+// signActorAhead starts signing the access token of an agent acting for its
+// human under grant g (signActor) on a goroutine of its own. fn must not change
+// g once it has called this.
+func (s *Service) signActorAhead(cl *client, g *ActorGrant, scopes []string) *signing {
+	return s.startSigning(func() (*TokenResponse, *AccessClaims, error) { return s.signActor(cl, g, scopes) })
+}
+
+// startSigning runs sign on a goroutine of its own; sign must use only values
+// it was given, never the transaction.
+func (s *Service) startSigning(sign func() (*TokenResponse, *AccessClaims, error)) *signing {
 	sig := &signing{s: s, done: make(chan struct{})}
 	go func() {
 		defer close(sig.done)
-		sig.resp, sig.access, sig.err = s.sign(cl, grantID, clientID, humanID, scopes, resource, authTime, nonce, refreshJTI, refreshExp)
+		sig.resp, sig.access, sig.err = sign()
 	}()
 	return sig
 }

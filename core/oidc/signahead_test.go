@@ -74,3 +74,30 @@ func TestExchangeAnswersOnlyACommit(t *testing.T) {
 		t.Errorf("the refresh token of the committed grant %s after a lost rotation: %v", claims.GrantID, err)
 	}
 }
+
+// TestActorTokenAnswersOnlyACommit: the jwt-bearer grant's commit lost, no token
+// is answered, whatever was signed ahead, and the assertion's jti stays unused;
+// the request that commits answers a token, remembered by the bearer cache.
+func TestActorTokenAnswersOnlyACommit(t *testing.T) {
+	ctx := context.Background()
+	var fail atomic.Bool
+	h := newActorHarnessOn(t, lostCommitStore{memstore.New(), &fail})
+	h.consent(t, "alice", "alice-bot", "scope", "openid orders:read")
+	assertion := h.assertion(t, "alice-bot", h.aliceBotKey, nil)
+	fail.Store(true)
+	if tok, err := h.agentToken(assertion); tok != nil || !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("agent token with its commit lost = %+v, %v; want no token and ErrUnavailable", tok, err)
+	}
+	fail.Store(false)
+	tok, err := h.agentToken(assertion)
+	if err != nil || tok.AccessToken == "" {
+		t.Fatalf("agent token after the lost commit = %+v, %v; want a token (the jti unused)", tok, err)
+	}
+	before := h.svc.access.CacheStats()
+	if _, err := h.svc.access.Verify(ctx, tok.AccessToken); err != nil {
+		t.Fatal(err)
+	}
+	if after := h.svc.access.CacheStats(); after.Hits != before.Hits+1 {
+		t.Error("the answered access token was not remembered")
+	}
+}
