@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palmgate/palmgate/core/event"
+	"github.com/palmgate/palmgate/core/event/eventtest"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -278,16 +280,27 @@ func TestDynamicClientsAcrossInstances(t *testing.T) {
 	}
 }
 
+// TestRedeemFirstParty: a first party's code is redeemed with the token
+// endpoint's checks and transaction (PKCE, single use, the grant written, which
+// a replay revokes), but issues no tokens (no TokenIssued event).
 func TestRedeemFirstParty(t *testing.T) {
 	h := newHarness(t)
-	l := h.login(t, params(), "alice")
-	human, err := h.svc.RedeemFirstParty(context.Background(), "app", l.code, appRedirect, "")
+	var rec eventtest.Recorder
+	h.svc.events = rec.Sink()
+	ctx := context.Background()
+	l := h.login(t, params("code_challenge", pkceChallengeB, "code_challenge_method", "S256"), "alice")
+	rec.Take()
+	_, err := h.svc.RedeemFirstParty(ctx, "app", l.code, appRedirect, strings.Repeat("a", 43))
+	wantOAuthError(t, err, ErrInvalidGrant)
+	human, err := h.svc.RedeemFirstParty(ctx, "app", l.code, appRedirect, pkceVerifierB)
 	if err != nil || human != l.humanID {
 		t.Fatalf("RedeemFirstParty = %q, %v; want %q", human, err, l.humanID)
 	}
-	if _, err := h.svc.RedeemFirstParty(context.Background(), "app", l.code, appRedirect, ""); err == nil {
+	wantEvents(t, &rec, "redeemed")
+	if _, err := h.svc.RedeemFirstParty(ctx, "app", l.code, appRedirect, pkceVerifierB); err == nil {
 		t.Error("a code redeemed twice")
 	}
+	wantEvents(t, &rec, "redeemed twice", event.Event{Kind: event.CodeReused, Outcome: event.Revoked, ClientID: "app", HumanID: l.humanID})
 }
 
 // TestStillRegistered: the token transaction of a dynamic client, which

@@ -165,6 +165,31 @@ func (s *Service) ExchangeCode(ctx context.Context, clientID, code, redirectURI,
 // exchangeCode is ExchangeCode for the client of a token request, which it
 // authenticates (caller).
 func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI, verifier string, resources ...string) (*TokenResponse, error) {
+	r, err := s.redeemCode(ctx, c, code, redirectURI, verifier, resources, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.tokens.answer()
+	if err == nil {
+		s.clients.touch(ctx, r.client, s.refreshTTL)
+		s.events.Emit(ctx, event.Event{Kind: event.TokenIssued, Outcome: event.AuthorizationCode, ClientID: c.id, HumanID: r.humanID})
+	}
+	return resp, err
+}
+
+// redemption is what the transaction of a code's redemption decided.
+type redemption struct {
+	client  *client
+	humanID string
+	// tokens are being signed (signahead.go); nil when none were asked for.
+	tokens *signing
+}
+
+// redeemCode uses up a code of client c: every check of the token endpoint
+// (binding, expiry, redirect URI, PKCE, resource) and one synced commit of its
+// use and the grant. With tokens, that transaction starts signing the grant's
+// tokens; RedeemFirstParty, which answers none, signs nothing.
+func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, verifier string, resources []string, tokens bool) (*redemption, error) {
 	if code == "" {
 		return nil, c.refuse(ctx, oauthError(ErrInvalidRequest, "code is required"))
 	}
@@ -244,6 +269,9 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 		}
 		// The tokens are signed while the commit is written; they are answered
 		// only if this run of fn is the one committed (signahead.go).
+		if !tokens {
+			return nil
+		}
 		var refreshExp time.Time
 		if g.RefreshJTI != "" {
 			refreshExp = g.ExpiresAt
@@ -259,12 +287,7 @@ func (s *Service) exchangeCode(ctx context.Context, c *caller, code, redirectURI
 		s.events.Emit(ctx, event.Event{Kind: event.CodeReused, Outcome: event.Revoked, ClientID: clientID, HumanID: rec.HumanID})
 		return nil, oauthError(ErrInvalidGrant, "the code was already used; the tokens issued from it are revoked")
 	}
-	resp, err := ahead.answer()
-	if err == nil {
-		s.clients.touch(ctx, cl, s.refreshTTL)
-		s.events.Emit(ctx, event.Event{Kind: event.TokenIssued, Outcome: event.AuthorizationCode, ClientID: clientID, HumanID: rec.HumanID})
-	}
-	return resp, err
+	return &redemption{client: cl, humanID: rec.HumanID, tokens: ahead}, nil
 }
 
 func checkPKCE(challenge, verifier string) error {
