@@ -388,8 +388,8 @@ func (s *Set) Sign(alg, typ string, claims jwt.Claims) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("encoding %s token: %w", alg, err)
 	}
-	// One buffer for the token: header, claims, then the signature (at most 512
-	// bytes, an RSA-4096 signature's base64).
+	// One buffer for the token: header, claims, then the signature (room for
+	// one of up to 512 bytes, RSA-4096's).
 	b64 := base64.RawURLEncoding
 	token := make([]byte, 0, len(header)+1+b64.EncodedLen(len(body))+1+b64.EncodedLen(512))
 	token = append(token, header...)

@@ -267,11 +267,11 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		if err := s.putGrant(txn, grantID, g, s.grantTTL(g)); err != nil {
 			return err
 		}
-		// The tokens are signed while the commit is written; they are answered
-		// only if this run of fn is the one committed (signahead.go).
 		if !tokens {
 			return nil
 		}
+		// The tokens are signed while the commit is written; they are answered
+		// only if this run of fn is the one committed (signahead.go).
 		var refreshExp time.Time
 		if g.RefreshJTI != "" {
 			refreshExp = g.ExpiresAt
