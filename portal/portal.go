@@ -200,14 +200,21 @@ func (p *Portal) home(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, &pageData{Title: "Your applications", Session: s, Apps: apps})
 }
 
+// loginTTL is how long the state of a sign-in lasts: the provider's whole login
+// window (login_ttl, then the code's life), and a minute for the redirects, so
+// that a person who takes all the time the provider allows is not turned away
+// by the portal.
+func (p *Portal) loginTTL() time.Duration { return p.oidc.LoginWindow() + time.Minute }
+
 // login starts the sign-in: an authorization request of the portal client, with
 // state and PKCE, through the provider's own authorize endpoint. It asks for a
 // new palm scan (prompt=login) even within a single sign-on session: the portal
 // shows and rotates client secrets, which a browser left signed in must not give
 // away with one click.
 func (p *Portal) login(w http.ResponseWriter, r *http.Request) {
-	st := loginState{State: randomString(16), Verifier: randomString(32), Expires: p.now().Add(loginTTL).Unix()}
-	p.setCookie(w, loginCookie, p.seal("login", st), loginTTL)
+	ttl := p.loginTTL()
+	st := loginState{State: randomString(16), Verifier: randomString(32), Expires: p.now().Add(ttl).Unix()}
+	p.setCookie(w, loginCookie, p.seal("login", st), ttl)
 	sum := sha256.Sum256([]byte(st.Verifier))
 	q := url.Values{
 		"response_type": {"code"}, "client_id": {ClientID}, "redirect_uri": {RedirectURI(p.issuer)},

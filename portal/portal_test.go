@@ -34,8 +34,9 @@ func newPortalStore(t *testing.T, issuer string) (*Portal, storage.Store, *clock
 	return p, store, c
 }
 
-// newPortalOn is newPortal with its provider on store.
-func newPortalOn(t *testing.T, issuer string, store storage.Store) (*Portal, *clock) {
+// newPortalOn is newPortal with its provider on store; configure changes the
+// provider's configuration first.
+func newPortalOn(t *testing.T, issuer string, store storage.Store, configure ...func(*oidc.Config)) (*Portal, *clock) {
 	t.Helper()
 	ctx := context.Background()
 	ps, err := palm.NewService(palm.Config{Store: store, Issuer: issuer, Dev: true})
@@ -46,9 +47,13 @@ func newPortalOn(t *testing.T, issuer string, store storage.Store) (*Portal, *cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := oidc.NewService(ctx, oidc.Config{Store: store, Palm: ps, Keys: ks, Issuer: issuer,
+	cfg := oidc.Config{Store: store, Palm: ps, Keys: ks, Issuer: issuer,
 		Clients: []oidc.Client{StaticClient(issuer)}, PairwiseSecret: strings.Repeat("p", 32),
-		AccessTTL: time.Hour, RefreshTTL: time.Hour, CodeTTL: time.Minute})
+		AccessTTL: time.Hour, RefreshTTL: time.Hour, CodeTTL: time.Minute}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	svc, err := oidc.NewService(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +137,41 @@ func TestCSRFTiedToSession(t *testing.T) {
 	form.Set("csrf", p.csrfToken(&sa))
 	if r := serve(p, "POST", "/portal/apps", form, a); r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `id="secret"`) {
 		t.Errorf("the session's own CSRF token: %d %s", r.Code, r.Body)
+	}
+}
+
+// TestLoginStateOutlivesTheProvidersLogin: the sign-in's state lasts as long as
+// the provider lets a login take (login_ttl, then the code's life), however long
+// the operator made that, so the portal does not refuse a callback the provider
+// would still answer; and it does expire.
+func TestLoginStateOutlivesTheProvidersLogin(t *testing.T) {
+	for _, loginTTL := range []time.Duration{0, 40 * time.Minute} {
+		p, c := newPortalOn(t, "http://127.0.0.1:8080", memstore.New(), func(cfg *oidc.Config) { cfg.LoginTTL = loginTTL })
+		window := p.oidc.LoginWindow()
+		if min := max(loginTTL, oidc.DefaultLoginTTL) + time.Minute; window < min {
+			t.Fatalf("login_ttl %s: the provider's login window is %s, want at least %s", loginTTL, window, min)
+		}
+		rec := httptest.NewRecorder()
+		p.login(rec, httptest.NewRequest("GET", "/portal/login", nil))
+		cookie := rec.Result().Cookies()[0]
+		if cookie.MaxAge < int(window.Seconds()) {
+			t.Errorf("login_ttl %s: the login cookie lives %d s, less than the provider's login window %s", loginTTL, cookie.MaxAge, window)
+		}
+		var st loginState
+		p.open("login", cookie.Value, &st)
+		// A callback whose code the provider does not know: refused for its
+		// code while the state lives, for taking too long after.
+		callback := func() string {
+			return serve(p, "GET", "/portal/callback?code=unknown&state="+st.State, nil, cookie).Body.String()
+		}
+		c.Advance(window)
+		if body := callback(); strings.Contains(body, "took too long") || !strings.Contains(body, "could not be completed") {
+			t.Errorf("login_ttl %s: a callback at the end of the provider's login window: %s", loginTTL, body)
+		}
+		c.Advance(2 * time.Minute)
+		if body := callback(); !strings.Contains(body, "took too long") {
+			t.Errorf("login_ttl %s: the login state outlives the provider's login window by two minutes: %s", loginTTL, body)
+		}
 	}
 }
 

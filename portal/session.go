@@ -102,7 +102,6 @@ func (p *Portal) clearCookie(w http.ResponseWriter, name string) {
 const (
 	sessionCookie = "palmgate_portal"
 	loginCookie   = "palmgate_portal_login"
-	loginTTL      = 15 * time.Minute
 )
 
 // storedSession is a live session's record.

@@ -158,5 +158,10 @@ func (s *Service) Clients() *Clients { return s.clients }
 // Issuer is the OIDC issuer identifier.
 func (s *Service) Issuer() string { return s.issuer }
 
+// LoginWindow is the longest an authorization request may take to come back to
+// its redirect URI with a code: the person's time for the palm scan (LoginTTL),
+// then the code's life (CodeTTL).
+func (s *Service) LoginWindow() time.Duration { return s.loginTTL + s.codeTTL }
+
 // AccessTTL is the lifetime of access tokens.
 func (s *Service) AccessTTL() time.Duration { return s.accessTTL }
