@@ -6,16 +6,16 @@ import "time"
 //
 // A code exchange commits the code's use and the grant, a refresh the grant's
 // new refresh token id, the jwt-bearer grant its assertion's jti (one synced
-// commit each), then answers tokens whose content that transaction decided. Signing them only after the commit makes
-// the request wait for the disk and then for the signatures, one after the
-// other, and leaves the cores idle while the concurrent requests all wait for
-// the disk. So the transaction's fn starts the signing as its last step, on a
-// goroutine of its own, and the request waits for the commit and the
-// signatures together.
+// commit each), then answers tokens whose content that transaction decided.
+// Signing them only after the commit makes the request wait for the disk and
+// then for the signatures, one after the other, and leaves the cores idle while
+// the concurrent requests all wait for the disk. So the transaction's fn starts
+// the signing as its last step, on a goroutine of its own, and the request
+// waits for the commit and the signatures together.
 //
 // Nothing signed ahead is seen before its transaction commits: the tokens stay
-// in the signing until answer is called, which the exchange and the refresh
-// do only after Update returned nil, and the access token is remembered by the
+// in the signing until answer is called, which each of the three does only
+// after Update returned nil, and the access token is remembered by the
 // bearer cache only then. A run of fn that is not the one committed (a group
 // that ran again, a conflict) leaves its signing behind unanswered, and the
 // run after it starts its own; at worst, a retried request signs twice.
