@@ -1,7 +1,7 @@
 // Package exchangesig signs what one code exchange of palmgate signs
 // (core/oidc's sign): an ES256 access token, an ID token (ES256 or RS256) and
-// an ES256 refresh token, with core/keys and claims of the same shape and
-// sizes. It is the baseline of issue 19's goal 3: the load script times it
+// an ES256 refresh token, with core/keys and core/oidc's own claims types, so
+// their encoding too. It is the baseline of issue 19's goal 3: the load script times it
 // alone (scenarios signs and signs-rs), and the bench's own Caddy answers a
 // token request with it and nothing else of palmgate's (bench/minimalcaddy,
 // scenarios token-caddy and token-caddy-rs).
@@ -40,24 +40,6 @@ func New(ctx context.Context, store storage.Store, issuer string) (*Signer, erro
 	return &Signer{set: set, issuer: issuer}, nil
 }
 
-// refreshClaims are the claims of palmgate's refresh tokens (core/oidc's are
-// unexported): the same JSON, so the same signing cost.
-type refreshClaims struct {
-	jwt.RegisteredClaims
-	ClientID string `json:"client_id"`
-	GrantID  string `json:"sid"`
-}
-
-// AppendClaims encodes the claims as palmgate's own refresh claims do
-// (keys.ClaimsAppender), so that the baseline does the exchange's encoding work.
-func (c refreshClaims) AppendClaims(b []byte) ([]byte, error) {
-	o := keys.NewClaimsJSON(b)
-	o.Registered(&c.RegisteredClaims)
-	o.String("client_id", c.ClientID, false)
-	o.String("sid", c.GrantID, false)
-	return o.End(func() any { return c })
-}
-
 // Sign3 makes the three tokens of one exchange of clientID, its ID token
 // signed with idAlg.
 func (s *Signer) Sign3(idAlg, clientID string) (Tokens, error) {
@@ -85,7 +67,7 @@ func (s *Signer) Sign3(idAlg, clientID string) (Tokens, error) {
 	}); err != nil {
 		return Tokens{}, err
 	}
-	if t.Refresh, err = s.set.Sign(keys.ES256, oidc.TypeRefreshToken, refreshClaims{
+	if t.Refresh, err = s.set.Sign(keys.ES256, oidc.TypeRefreshToken, oidc.RefreshClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.issuer},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(2160 * time.Hour)), ID: uuid.NewString(),

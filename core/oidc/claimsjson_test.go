@@ -36,7 +36,7 @@ func wantClaimsJSON(t testing.TB, c keys.ClaimsAppender) {
 
 // tokenClaims are one token of each kind a code exchange signs, as sign fills
 // them in.
-func tokenClaims() (*AccessClaims, *IDClaims, *refreshClaims) {
+func tokenClaims() (*AccessClaims, *IDClaims, *RefreshClaims) {
 	now := jwt.NewNumericDate(time.Unix(1_790_000_000, 0))
 	exp := jwt.NewNumericDate(now.Add(time.Hour))
 	sub, grant := strings.Repeat("S", 43), "0b8f6f4e-6d7c-4c55-9a59-2f1f7c4a3e21"
@@ -51,7 +51,7 @@ func tokenClaims() (*AccessClaims, *IDClaims, *refreshClaims) {
 		AuthTime: now.Unix() - 5, Nonce: "n-0123456789abcdef", ACR: ACRPalm, AMR: []string{AMRPalm},
 		AZP: "app", GrantID: grant, PreferredUsername: "palm-7f3a",
 	}
-	refresh := &refreshClaims{
+	refresh := &RefreshClaims{
 		RegisteredClaims: jwt.RegisteredClaims{Issuer: "https://id.example/oauth2", Subject: sub,
 			Audience: jwt.ClaimStrings{"https://id.example/oauth2"}, IssuedAt: now,
 			ExpiresAt: jwt.NewNumericDate(now.Add(90 * 24 * time.Hour)), ID: "rt-1"},
@@ -62,7 +62,7 @@ func tokenClaims() (*AccessClaims, *IDClaims, *refreshClaims) {
 
 func TestClaimsAppendJSON(t *testing.T) {
 	access, id, refresh := tokenClaims()
-	for _, c := range []keys.ClaimsAppender{access, id, refresh, &AccessClaims{}, &IDClaims{}, &refreshClaims{}} {
+	for _, c := range []keys.ClaimsAppender{access, id, refresh, &AccessClaims{}, &IDClaims{}, &RefreshClaims{}} {
 		wantClaimsJSON(t, c)
 	}
 	// An agent's token (the jwt-bearer grant), with and without a profile.
@@ -133,7 +133,7 @@ func TestClaimsAppendJSONJWTOptions(t *testing.T) {
 // jwt.RegisteredClaims and bearer.Actor included: a field added to a type but
 // not to its AppendClaims would be left out of the token, and fails here.
 func TestClaimsAppendJSONEveryField(t *testing.T) {
-	for _, c := range []keys.ClaimsAppender{&AccessClaims{}, &IDClaims{}, &refreshClaims{}} {
+	for _, c := range []keys.ClaimsAppender{&AccessClaims{}, &IDClaims{}, &RefreshClaims{}} {
 		n := 0
 		fillEveryField(t, reflect.ValueOf(c).Elem(), &n)
 		wantClaimsJSON(t, c)
@@ -191,7 +191,7 @@ func FuzzClaimsAppendJSON(f *testing.F) {
 		wantClaimsJSON(t, access)
 		wantClaimsJSON(t, &IDClaims{RegisteredClaims: rc, AuthTime: authTime, Nonce: nonce, ACR: scope,
 			AMR: []string{aud0, nonce}, AZP: aud1, GrantID: jti, PreferredUsername: sub})
-		wantClaimsJSON(t, &refreshClaims{RegisteredClaims: rc, ClientID: scope, GrantID: nonce})
+		wantClaimsJSON(t, &RefreshClaims{RegisteredClaims: rc, ClientID: scope, GrantID: nonce})
 	})
 }
 

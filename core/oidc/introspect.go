@@ -64,8 +64,8 @@ func (s *Service) Introspect(ctx context.Context, clientID, token string) (*Intr
 
 // activeRefresh returns a refresh token's claims and grant when it is the current
 // token of a live family, or nils.
-func (s *Service) activeRefresh(ctx context.Context, token string) (*refreshClaims, *grant, error) {
-	var rc refreshClaims
+func (s *Service) activeRefresh(ctx context.Context, token string) (*RefreshClaims, *grant, error) {
+	var rc RefreshClaims
 	if _, err := s.refreshParser.ParseWithClaims(token, &rc, s.keyFunc(ctx, TypeRefreshToken)); unavailableKey(err) {
 		return nil, nil, err
 	} else if err != nil || rc.GrantID == "" {
@@ -98,7 +98,7 @@ func (s *Service) Revoke(ctx context.Context, clientID, token string) error {
 	} else if !errors.Is(err, bearer.ErrInvalidToken) {
 		return err
 	} else {
-		var rc refreshClaims
+		var rc RefreshClaims
 		if _, err := s.refreshParser.ParseWithClaims(token, &rc, s.keyFunc(ctx, TypeRefreshToken)); unavailableKey(err) {
 			return err
 		} else if err != nil || rc.GrantID == "" {

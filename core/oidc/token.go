@@ -87,8 +87,10 @@ type IDClaims struct {
 	PreferredUsername string `json:"preferred_username,omitempty"`
 }
 
-// refreshClaims are the claims of a refresh token.
-type refreshClaims struct {
+// RefreshClaims are the claims of a refresh token. Only palmgate reads them
+// (its refresh and introspection endpoints); they are exported for the bench,
+// whose baseline signs the same claims.
+type RefreshClaims struct {
 	jwt.RegisteredClaims
 	ClientID string `json:"client_id"`
 	GrantID  string `json:"sid"`
@@ -110,7 +112,7 @@ func (c IDClaims) AppendClaims(b []byte) ([]byte, error) {
 }
 
 // AppendClaims appends the claims' JSON (keys.ClaimsAppender).
-func (c refreshClaims) AppendClaims(b []byte) ([]byte, error) {
+func (c RefreshClaims) AppendClaims(b []byte) ([]byte, error) {
 	o := keys.NewClaimsJSON(b)
 	o.Registered(&c.RegisteredClaims)
 	o.String("client_id", c.ClientID, false)
@@ -446,7 +448,7 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 		return nil, c.refuse(ctx, oauthError(ErrInvalidRequest, "refresh_token is required"))
 	}
 	clientID := c.id
-	var claims refreshClaims
+	var claims RefreshClaims
 	_, err := s.refreshParser.ParseWithClaims(refreshToken, &claims, s.keyFunc(ctx, TypeRefreshToken))
 	if unavailableKey(err) {
 		return nil, err
@@ -572,7 +574,7 @@ func (s *Service) sign(cl *client, grantID, clientID, humanID string, scopes []s
 		}
 	}
 	if refreshJTI != "" {
-		resp.RefreshToken, err = s.keys.Sign(keys.ES256, TypeRefreshToken, refreshClaims{
+		resp.RefreshToken, err = s.keys.Sign(keys.ES256, TypeRefreshToken, RefreshClaims{
 			RegisteredClaims: jwt.RegisteredClaims{
 				Issuer: s.issuer, Subject: sub, Audience: jwt.ClaimStrings{s.issuer},
 				IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(refreshExp), ID: refreshJTI,

@@ -83,7 +83,7 @@ func FuzzTokenForm(f *testing.F) {
 		f.Fatalf("ExchangeCode = %+v, %v; want a refresh token", first, err)
 	}
 	liveRefresh := first.RefreshToken
-	var live refreshClaims
+	var live RefreshClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(liveRefresh, &live); err != nil {
 		f.Fatalf("parsing the refresh token: %v", err)
 	}

@@ -95,7 +95,7 @@ func TestLoginFlow(t *testing.T) {
 				if d := resp.RefreshTokenExpiresIn - int64(refreshTTL/time.Second); d < -1 || d > 0 {
 					t.Errorf("refresh_token_expires_in = %d, want %d", resp.RefreshTokenExpiresIn, int64(refreshTTL/time.Second))
 				}
-				var rc refreshClaims
+				var rc RefreshClaims
 				header = h.parseToken(t, resp.RefreshToken, keys.ES256, &rc)
 				if header["typ"] != TypeRefreshToken || rc.ClientID != ar.ClientID || rc.GrantID != ac.GrantID || rc.ID == "" ||
 					!rc.ExpiresAt.Equal(now.Add(refreshTTL)) {
