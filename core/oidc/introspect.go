@@ -94,6 +94,12 @@ func (s *Service) Revoke(ctx context.Context, clientID, token string) error {
 	}
 	var grantID, owner string
 	if claims, err := s.access.Verify(ctx, token); err == nil {
+		if claims.ClientID != clientID {
+			return oauthError(ErrUnauthorizedClient, "the token was issued to another client")
+		}
+		if claims.Act != nil {
+			return s.revokeAgentToken(ctx, claims)
+		}
 		grantID, owner = claims.GrantID, claims.ClientID
 	} else if !errors.Is(err, bearer.ErrInvalidToken) {
 		return err
