@@ -7,9 +7,9 @@
 //     environment;
 //   - the host is resolved here and every address checked (Blocked: private,
 //     loopback, link-local, unspecified, multicast, CGNAT, IPv4-mapped and NAT64
-//     forms of those, ...), and the connection goes to the checked address
-//     itself, never to a second resolution (no DNS rebinding between check and
-//     connect); AllowPrivate lifts this for operators (and tests) whose clients
+//     forms of those, the local-use NAT64 prefix, ...), and the connection goes
+//     to the checked address itself, never to a second resolution (no DNS
+//     rebinding between check and connect); AllowPrivate lifts this for operators (and tests) whose clients
 //     live on a private network;
 //   - redirects only to the same scheme and host (at most 3);
 //   - a time limit (Timeout, 5 s) on the whole fetch and a size limit (MaxBytes,
@@ -187,6 +187,7 @@ var blockedPrefixes = func() []netip.Prefix {
 		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
 		"224.0.0.0/4", "240.0.0.0/4",
 		"::/128", "::1/128", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+		"64:ff9b:1::/48", // local-use NAT64 (RFC 8215): the network's own translator, to any IPv4 address
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}

@@ -138,6 +138,19 @@ func TestFetchRefusals(t *testing.T) {
 	}
 }
 
+// TestBlockedLocalNAT64 (review 3, finding 2): the local-use NAT64 prefix
+// 64:ff9b:1::/48 (RFC 8215; IANA's special-purpose registry: not globally
+// reachable) maps to IPv4 addresses through the network's own translator, so a
+// document URL there reached 10.0.0.1 or 169.254.169.254 where such a translator
+// runs; only the well-known 64:ff9b::/96 was checked.
+func TestBlockedLocalNAT64(t *testing.T) {
+	for _, s := range []string{"64:ff9b:1::a00:1", "64:ff9b:1:a9fe:a9:fe00::", "64:ff9b:1:ffff::1"} {
+		if !Blocked(netip.MustParseAddr(s)) {
+			t.Errorf("Blocked(%s) = false", s)
+		}
+	}
+}
+
 func TestBlocked(t *testing.T) {
 	for _, s := range []string{"127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
 		"224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
