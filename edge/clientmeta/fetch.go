@@ -82,6 +82,16 @@ type Fetcher struct {
 
 	mu    sync.Mutex
 	cache map[string]*entry
+	// inflight are the fetches under way, by URL: callers that miss the cache
+	// while one runs wait for it rather than fetch again.
+	inflight map[string]*call
+}
+
+// call is a fetch under way; done is closed once body and err are set.
+type call struct {
+	done chan struct{}
+	body []byte
+	err  error
 }
 
 type entry struct {
@@ -115,7 +125,7 @@ func New(cfg Config) *Fetcher {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
-	f := &Fetcher{cfg: cfg, cache: map[string]*entry{}}
+	f := &Fetcher{cfg: cfg, cache: map[string]*entry{}, inflight: map[string]*call{}}
 	tr := &http.Transport{
 		Proxy:                 nil,
 		TLSClientConfig:       cfg.TLS,
@@ -219,7 +229,11 @@ func Blocked(ip netip.Addr) bool {
 	return false
 }
 
-// Fetch returns the document at rawURL, from the cache while it is fresh.
+// Fetch returns the document at rawURL, from the cache while it is fresh. Callers
+// that miss the cache together share one fetch. The fetch does not depend on the
+// caller that started it: one that gives up gets its context's error, and the
+// fetch goes on (within Timeout) for the others and for the cache, so that
+// dropping requests does not make each one a new fetch.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) ([]byte, error) {
 	now := f.cfg.Now()
 	f.mu.Lock()
@@ -227,21 +241,38 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) ([]byte, error) {
 		f.mu.Unlock()
 		return e.body, e.err
 	}
-	f.mu.Unlock()
-	body, ttl, err := f.fetch(ctx, rawURL)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err // the caller gave up: nothing learnt about the URL
-		}
-		ttl = f.cfg.FailureTTL
+	c := f.inflight[rawURL]
+	if c == nil {
+		c = &call{done: make(chan struct{})}
+		f.inflight[rawURL] = c
+		go f.run(context.WithoutCancel(ctx), rawURL, c)
 	}
-	f.put(rawURL, &entry{body: body, err: err, added: now, expires: now.Add(ttl)})
-	return body, err
+	f.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.body, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
-func (f *Fetcher) put(key string, e *entry) {
+// run fetches rawURL for call c, caches the outcome and hands it to c's callers.
+func (f *Fetcher) run(ctx context.Context, rawURL string, c *call) {
+	body, ttl, err := f.fetch(ctx, rawURL)
+	if err != nil {
+		ttl = f.cfg.FailureTTL
+	}
+	now := f.cfg.Now()
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.putLocked(rawURL, &entry{body: body, err: err, added: now, expires: now.Add(ttl)})
+	delete(f.inflight, rawURL)
+	c.body, c.err = body, err
+	close(c.done)
+	f.mu.Unlock()
+}
+
+// putLocked caches e under key; f.mu is held.
+func (f *Fetcher) putLocked(key string, e *entry) {
 	if len(f.cache) >= f.cfg.MaxEntries {
 		now := f.cfg.Now()
 		var oldest string
