@@ -77,10 +77,21 @@ func (s *Server) clientOrigin(w http.ResponseWriter, r *http.Request, clientID s
 		s.logger.Warn("palmgate: reading the client's allowed origins failed", zap.Error(err))
 	}
 	if ok {
-		return true // in the union too: corsUnion has set the headers on a CORS route
+		// corsUnion has set the headers on a CORS route, except for a client in no
+		// index of the union (a client ID metadata document's): set them here.
+		if onCORSRoute(w) {
+			setCORS(w, origin)
+		}
+		return true
 	}
 	clearCORS(w)
 	return origin == s.issuerOrigin() // same-origin: a page of palmgate itself
+}
+
+// onCORSRoute reports whether the answer is a CORS route's: corsUnion marks each
+// with Vary: Origin (introspection has none).
+func onCORSRoute(w http.ResponseWriter) bool {
+	return slices.Contains(w.Header().Values("Vary"), "Origin")
 }
 
 func setCORS(w http.ResponseWriter, origin string) {

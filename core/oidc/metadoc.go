@@ -153,5 +153,6 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 		scopes: DefaultScopes, dynamic: true, selfRegistered: true, notice: MetadataNotice(u.Host),
 		idTokenAlg: IDTokenAlgs[0], accessTokenAudience: AudienceBaseURL,
 		public: true, loopbackAnyPort: true,
+		origins: originsOf(true, nil, spec.RedirectURIs), // a public client's: its redirect URIs'
 	}, nil
 }
