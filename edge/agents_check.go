@@ -2,7 +2,7 @@ package edge
 
 import (
 	"html/template"
-	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/palmgate/palmgate/core/bearer"
@@ -10,11 +10,11 @@ import (
 	"github.com/palmgate/palmgate/core/jsontime"
 )
 
-// checkAgents applies /oauth2/check's ?agents= (allow, deny or only; deny by
+// checkAgents applies /oauth2/check's ?agents= (params: checkParams; allow, deny or only; deny by
 // default, as palmgate_bearer's `agents`, so that a gateway never starts
 // admitting agents acting for people by surprise) to a verified token.
-func checkAgents(r *http.Request, claims *bearer.Claims) error {
-	q := r.URL.Query()["agents"]
+func checkAgents(params url.Values, claims *bearer.Claims) error {
+	q := params["agents"]
 	if len(q) > 1 {
 		return &fault.Error{Class: fault.Invalid, Code: bearer.CodeInvalidRequest, Message: "agents is given more than once"}
 	}

@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/palmgate/palmgate/core/oidc"
@@ -14,13 +15,14 @@ import (
 // bearer middleware answers. It accepts any method, as gateways forward the
 // original request's.
 func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
+	params := checkParams(r)
 	var scopes []string
-	if q := r.URL.Query()["scope"]; len(q) > 0 {
+	if q := params["scope"]; len(q) > 0 {
 		scopes = strings.Fields(strings.Join(q, " "))
 	}
 	claims, err := CheckBearer(r, s.oidc.AccessVerifier(), "", scopes)
 	if err == nil {
-		err = checkAgents(r, claims)
+		err = checkAgents(params, claims)
 	}
 	if err != nil {
 		writeChallenge(w, Realm, err, s.logger)
@@ -29,6 +31,35 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	SetIdentityHeaders(w.Header(), claims)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+}
+
+// checkParams are the check's parameters, the gateway operator's: those of the
+// query up to a `path` parameter. Envoy's ext_authz appends the client's own path
+// and query to its path_prefix, which docs/GATEWAYS.md ends with `&path=`, so
+// what follows is the client's and is not read (a client's `&agents=allow` there
+// would admit agents where the operator refuses them). Under /oauth2/check/, a
+// path the gateway appended the client's path to, the query is the client's
+// alone: none is read.
+func checkParams(r *http.Request) url.Values {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/oauth2/check/"); ok && rest != "" {
+		return url.Values{}
+	}
+	raw := r.URL.RawQuery
+	for i := 0; i < len(raw); {
+		end := strings.IndexByte(raw[i:], '&')
+		if end < 0 {
+			end = len(raw)
+		} else {
+			end += i
+		}
+		if name, _, _ := strings.Cut(raw[i:end], "="); name == "path" {
+			raw = raw[:i]
+			break
+		}
+		i = end + 1
+	}
+	params, _ := url.ParseQuery(raw) // as r.URL.Query(): a malformed pair is skipped
+	return params
 }
 
 // authenticatedRequest reads a client-authenticated form POST and authenticates
