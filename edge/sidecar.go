@@ -6,13 +6,15 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/palmgate/palmgate/core/bearer"
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 )
 
 // handleCheck is the forward-auth endpoint for gateways that are not Caddy (nginx
 // auth_request, Traefik forwardAuth, Caddy forward_auth): 200 with the identity
-// headers for a valid token with the scopes of ?scope=, otherwise 401 or 403 as the
-// bearer middleware answers. It accepts any method, as gateways forward the
+// headers for a valid token with the scopes of ?scope= (and, with ?audience=, that
+// URI in its aud), otherwise 401 or 403 as the bearer middleware answers. It accepts any method, as gateways forward the
 // original request's.
 func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	params := checkParams(r)
@@ -20,7 +22,11 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	if q := params["scope"]; len(q) > 0 {
 		scopes = strings.Fields(strings.Join(q, " "))
 	}
-	claims, err := CheckBearer(r, s.oidc.AccessVerifier(), "", scopes)
+	audience, err := checkAudience(params)
+	var claims *bearer.Claims
+	if err == nil {
+		claims, err = CheckBearer(r, s.oidc.AccessVerifier(), audience, scopes)
+	}
 	if err == nil {
 		err = checkAgents(params, claims)
 	}
@@ -31,6 +37,18 @@ func (s *Server) handleCheck(w http.ResponseWriter, r *http.Request) {
 	SetIdentityHeaders(w.Header(), claims)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+}
+
+// checkAudience reads the check's ?audience=: the URI a token's aud must hold
+// (the resource server's own, as palmgate_bearer's `audience`); "" for none.
+func checkAudience(params url.Values) (string, error) {
+	switch q := params["audience"]; len(q) {
+	case 0:
+		return "", nil
+	case 1:
+		return q[0], nil
+	}
+	return "", &fault.Error{Class: fault.Invalid, Code: bearer.CodeInvalidRequest, Message: "audience is given more than once"}
 }
 
 // checkParams are the check's parameters, the gateway operator's: those of the
