@@ -9,16 +9,18 @@
 //     loopback, link-local, unspecified, multicast, CGNAT, IPv4-mapped and NAT64
 //     forms of those, the local-use NAT64 prefix, ...), and the connection goes
 //     to the checked address itself, never to a second resolution (no DNS
-//     rebinding between check and connect); AllowPrivate lifts this for operators (and tests) whose clients
-//     live on a private network;
+//     rebinding between check and connect); AllowPrivate lifts this for
+//     operators (and tests) whose clients live on a private network;
 //   - redirects only to the same scheme and host (at most 3);
 //   - a time limit (Timeout, 5 s) on the whole fetch and a size limit (MaxBytes,
-//     5 KiB) on the body; only 200 with a JSON media type is a document;
+//     5 KiB) on the body, 16 KiB on the header; only 200 with a JSON media type
+//     is a document;
 //   - the cache: a document is kept for its Cache-Control max-age (or Expires),
 //     bounded by MinTTL (1 minute: no-store, no-cache and max-age=0 included, so a
 //     client cannot make every login a fetch) and MaxTTL (24 hours); a failure is
 //     kept for FailureTTL (10 s) so a failing URL is not fetched on every request;
-//     at most MaxEntries entries (the oldest go first).
+//     at most MaxEntries entries (the oldest go first); callers that miss it
+//     together share one fetch.
 package clientmeta
 
 import (
@@ -48,6 +50,8 @@ const (
 	DefaultFailureTTL = 10 * time.Second
 	DefaultMaxEntries = 10000
 	maxRedirects      = 3
+	// maxHeaderBytes bounds an answer's header (net/http's default is 10 MiB).
+	maxHeaderBytes = 16 << 10
 )
 
 // Config builds a Fetcher; zero fields take the defaults above.
@@ -127,14 +131,15 @@ func New(cfg Config) *Fetcher {
 	}
 	f := &Fetcher{cfg: cfg, cache: map[string]*entry{}, inflight: map[string]*call{}}
 	tr := &http.Transport{
-		Proxy:                 nil,
-		TLSClientConfig:       cfg.TLS,
-		DialContext:           f.dial,
-		ForceAttemptHTTP2:     true,
-		TLSHandshakeTimeout:   cfg.Timeout,
-		ResponseHeaderTimeout: cfg.Timeout,
-		MaxIdleConns:          10,
-		IdleConnTimeout:       30 * time.Second,
+		Proxy:                  nil,
+		TLSClientConfig:        cfg.TLS,
+		DialContext:            f.dial,
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    cfg.Timeout,
+		ResponseHeaderTimeout:  cfg.Timeout,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+		MaxIdleConns:           10,
+		IdleConnTimeout:        30 * time.Second,
 	}
 	f.client = &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: checkRedirect}
 	return f
