@@ -2,7 +2,12 @@ package oidc
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+
+	"github.com/palmgate/palmgate/storage"
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 // Review 3, finding 1: an agent's access token revoked by its client (RFC 7009)
@@ -53,4 +58,48 @@ func TestRevokingAReplacedAgentTokenKeepsTheNewGrant(t *testing.T) {
 	if _, err := h.svc.VerifyAccessToken(context.Background(), next.AccessToken); err != nil {
 		t.Fatalf("token under the new grant refused: %v", err)
 	}
+}
+
+// TestRevokeAgentTokenTransaction: the revocation's transaction may run twice
+// (it carries nothing from a first run), and one that does not commit leaves the
+// grant and this instance's revocation set as they were.
+func TestRevokeAgentTokenTransaction(t *testing.T) {
+	ctx := context.Background()
+	t.Run("run twice", func(t *testing.T) {
+		h := newActorHarnessOn(t, rerunStore{memstore.New()})
+		h.consent(t, "alice", "alice-bot", "scope", "openid orders:read")
+		resp, err := h.agentToken(h.assertion(t, "alice-bot", h.aliceBotKey, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.svc.Revoke(ctx, "app", resp.AccessToken); err != nil {
+			t.Fatalf("Revoke on a store that reruns transactions: %v", err)
+		}
+		if _, err := h.svc.VerifyAccessToken(ctx, resp.AccessToken); err == nil {
+			t.Fatal("the revoked token still verifies")
+		}
+		_, err = h.agentToken(h.assertion(t, "alice-bot", h.aliceBotKey, nil))
+		wantError(t, err, ErrInvalidGrant)
+	})
+	t.Run("lost commit", func(t *testing.T) {
+		var fail atomic.Bool
+		h := newActorHarnessOn(t, lostCommitStore{memstore.New(), &fail})
+		h.consent(t, "alice", "alice-bot", "scope", "openid orders:read")
+		resp, err := h.agentToken(h.assertion(t, "alice-bot", h.aliceBotKey, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fail.Store(true)
+		err = h.svc.Revoke(ctx, "app", resp.AccessToken)
+		fail.Store(false)
+		if !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("Revoke with a lost commit: %v, want unavailable", err)
+		}
+		if _, err := h.svc.VerifyAccessToken(ctx, resp.AccessToken); err != nil {
+			t.Fatalf("the token after a revocation that did not commit: %v", err)
+		}
+		if _, err := h.agentToken(h.assertion(t, "alice-bot", h.aliceBotKey, nil)); err != nil {
+			t.Fatalf("the grant after a revocation that did not commit: %v", err)
+		}
+	})
 }
