@@ -23,17 +23,63 @@ const (
 )
 
 // SetIdentityHeaders replaces any copy of the identity headers with the token's.
+// A copy is any header whose name is an identity header's with '_' for '-' in
+// any case (X_Palmgate_Sub): net/http keeps it apart, but CGI, FastCGI (Caddy's
+// php_fastcgi), WSGI and Rack upstreams read it as the same variable.
 func SetIdentityHeaders(h http.Header, claims *bearer.Claims) {
-	h.Del(HeaderSub)
-	h.Del(HeaderScope)
-	h.Del(HeaderClientID)
-	h.Del(HeaderAgentID)
+	for name := range h {
+		if isIdentityHeader(name) {
+			delete(h, name)
+		}
+	}
 	if id := claims.AgentID(); id != "" {
 		h.Set(HeaderAgentID, id)
 	}
 	h.Set(HeaderSub, claims.Subject)
 	h.Set(HeaderScope, claims.Scope)
 	h.Set(HeaderClientID, claims.ClientID)
+}
+
+// isIdentityHeader reports whether name is an identity header's name once case
+// is ignored and '_' read as '-'.
+func isIdentityHeader(name string) bool {
+	const prefix = "x-palmgate-"
+	if len(name) <= len(prefix) || !sameHeaderName(name[:len(prefix)], prefix) {
+		return false
+	}
+	for _, h := range [...]string{HeaderSub, HeaderScope, HeaderClientID, HeaderAgentID} {
+		if sameHeaderName(name, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameHeaderName compares two header names as CGI-style upstreams do: ASCII case
+// folded, '_' and '-' alike.
+func sameHeaderName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x == '_' {
+			x = '-'
+		}
+		if y == '_' {
+			y = '-'
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckBearer reads the request's bearer token and decides it with the
