@@ -87,6 +87,11 @@ func sameHeaderName(a, b string) bool {
 // then audience when not "", then the scopes). It returns the claims, or the
 // refusal as a fault for SetChallenge or writeChallenge.
 func CheckBearer(r *http.Request, v *bearer.Verifier, audience string, scopes []string) (*bearer.Claims, error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		// The check would judge the first, the upstream may read another (RFC
+		// 6750 3.1: a request that repeats the credentials is invalid_request).
+		return nil, &fault.Error{Class: fault.Invalid, Code: bearer.CodeInvalidRequest, Message: "the request has more than one Authorization header"}
+	}
 	token, ok := bearerToken(r)
 	if !ok {
 		token = ""

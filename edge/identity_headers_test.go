@@ -54,3 +54,21 @@ func TestIdentityHeadersSpelledOtherwise(t *testing.T) {
 		t.Errorf("HTTP_X_PALMGATE_AGENT_ID = %q for a person's own token, want none (headers %v)", got, r.Header)
 	}
 }
+
+// TestCheckDuplicateAuthorization (third review, finding 2): /oauth2/check and
+// userinfo refuse a request with two Authorization headers (a valid token and
+// another) with 400 invalid_request, RFC 6750 3.1, instead of judging the first
+// while the gateway forwards both.
+func TestCheckDuplicateAuthorization(t *testing.T) {
+	e := newEnv(t)
+	access := e.tokens(t, "alice")["access_token"].(string)
+	for _, target := range []string{"/oauth2/check", "/oauth2/userinfo"} {
+		wantStatus(t, e.do(t, req{method: http.MethodGet, target: target, header: bearer(access)}), http.StatusOK)
+		h := http.Header{"Authorization": {"Bearer " + access, "Bearer forged"}}
+		w := e.do(t, req{method: http.MethodGet, target: target, header: h})
+		wantChallenge(t, w, http.StatusBadRequest, "invalid_request")
+		if w.Header().Get("X-Palmgate-Sub") != "" {
+			t.Errorf("%s: X-Palmgate-Sub %q on a refusal", target, w.Header().Get("X-Palmgate-Sub"))
+		}
+	}
+}
