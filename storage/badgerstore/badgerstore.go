@@ -127,6 +127,10 @@ func OpenWith(dir string, o Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("opening badger at %s: %w", dir, err)
 	}
+	if err := refuseUnfinishedImport(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("opening badger at %s: %w", dir, err)
+	}
 	s := &Store{
 		db:     db,
 		dir:    dir,

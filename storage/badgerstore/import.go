@@ -13,6 +13,16 @@ import (
 
 var _ storage.Importer = (*Store)(nil)
 
+// ErrUnfinishedImport is wrapped by the error of Open for a store holding part
+// of an import: one whose process died (killed, out of memory, a power cut)
+// between its first committed batch and its last, so that nothing dropped the
+// batches again.
+var ErrUnfinishedImport = errors.New("badgerstore: an import into this store did not finish, so it holds only part of it (remove the directory and restore again)")
+
+// importMarker is the record Import writes with its first batch and deletes with
+// its last; no palmgate key begins with 0xff. Open refuses a store that holds it.
+var importMarker = []byte("\xffbadgerstore/import-unfinished")
+
 // Import writes every record src exports into the store, each expiring at its own
 // ExpiresAt rounded up to a whole second (as Txn.Set rounds), and returns how many it
 // wrote; records already expired are skipped. The store must hold no live record
@@ -65,6 +75,11 @@ func (s *Store) Import(ctx context.Context, src storage.Exporter) (int, error) {
 func (s *Store) importRecords(ctx context.Context, src storage.Exporter) (n int, committed bool, err error) {
 	btx := s.db.NewTransaction(true)
 	defer func() { btx.Discard() }()
+	// Committed with the first batch, deleted with the last (in one transaction,
+	// an import that needs only one never holds it).
+	if err := btx.Set(importMarker, nil); err != nil {
+		return 0, false, mapErr("import: set", err)
+	}
 	err = src.Export(ctx, func(r storage.Record) error {
 		e := badger.NewEntry(r.Key, r.Value)
 		if !r.ExpiresAt.IsZero() {
@@ -92,8 +107,36 @@ func (s *Store) importRecords(ctx context.Context, src storage.Exporter) (n int,
 	if err != nil {
 		return 0, committed, err
 	}
+	if err := btx.Delete(importMarker); errors.Is(err, badger.ErrTxnTooBig) {
+		committed = true
+		if err := btx.Commit(); err != nil {
+			return 0, true, mapErr("import: commit", err)
+		}
+		btx = s.db.NewTransaction(true)
+		err = btx.Delete(importMarker)
+		if err != nil {
+			return 0, true, mapErr("import: delete", err)
+		}
+	} else if err != nil {
+		return 0, committed, mapErr("import: delete", err)
+	}
 	if err := btx.Commit(); err != nil {
 		return 0, true, mapErr("import: commit", err)
 	}
 	return n, committed, nil
+}
+
+// refuseUnfinishedImport returns ErrUnfinishedImport when db holds the marker of
+// an import that did not finish.
+func refuseUnfinishedImport(db *badger.DB) error {
+	return db.View(func(btx *badger.Txn) error {
+		switch _, err := btx.Get(importMarker); {
+		case err == nil:
+			return ErrUnfinishedImport
+		case errors.Is(err, badger.ErrKeyNotFound):
+			return nil
+		default:
+			return fmt.Errorf("checking for an unfinished import: %w", err)
+		}
+	})
 }
