@@ -31,6 +31,8 @@ var importMarker = []byte("\xffbadgerstore/import-unfinished")
 // it. Badger cannot commit a large import in one transaction, so Import commits
 // batches as they fill up and, on any error (src's included), drops everything it
 // wrote, leaving the store empty again: all or nothing, as storage.Importer asks.
+// A process that dies between the first commit and the last cannot drop them:
+// the store then holds importMarker, and Open refuses it (ErrUnfinishedImport).
 func (s *Store) Import(ctx context.Context, src storage.Exporter) (int, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
