@@ -321,6 +321,13 @@ func verifyPoint(minusA *edwards25519.Point, key ed25519.PublicKey, message, sig
 // `<prefix>-register-<timestamp_ms>` with the same timestamp as the field, a
 // timestamp within maxAge of now in either direction, and a valid signature.
 func (c *Challenge) checkRegistrationForm(now time.Time, maxAge time.Duration) error {
+	// No URL names a path segment "." or "..": clients remove it (RFC 3986
+	// 5.2.4), so such an agent could be neither looked up nor removed by the
+	// operator. Only new registrations are refused: one made before stays
+	// removable by its owner.
+	if c.DeviceID == "." || c.DeviceID == ".." {
+		return invalid(CodeInvalidField, "deviceId", "deviceId must not be %q: no URL path can name it", c.DeviceID)
+	}
 	i := strings.LastIndex(c.Message, "-register-")
 	if i <= 0 {
 		return invalid(CodeInvalidMessage, "message", "message must have the form <prefix>-register-<timestamp_ms>")
