@@ -75,9 +75,14 @@ func stats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	counts, err := storage.CountByKind(r.Context(), app.Store(), records.Kind)
+	return serveStats(w, r, app.Store())
+}
+
+// serveStats answers the record counts of store: 503 while it cannot be read.
+func serveStats(w http.ResponseWriter, r *http.Request, store storage.Store) error {
+	counts, err := storage.CountByKind(r.Context(), store, records.Kind)
 	if err != nil {
-		return caddy.APIError{HTTPStatus: http.StatusInternalServerError, Err: err}
+		return clientAdminError(err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	return json.NewEncoder(w).Encode(map[string]any{"version": Version(), "records": counts})
