@@ -36,8 +36,9 @@ type Agents interface {
 // On-Behalf-Of User Authorization for AI Agents").
 const RequestedActorParam = "requested_actor"
 
-// maxActorIDLen bounds a requested_actor (core/agent's MaxDeviceIDLen).
-const maxActorIDLen = 128
+// maxActorIDLen bounds a requested_actor: core/agent's MaxDeviceIDLen, so that
+// every registered agent can be named (TestActorLongDeviceID holds them equal).
+const maxActorIDLen = 256
 
 // ActorGrant is a human's consent that one of their agents acts for them towards
 // one client. Its ID is the `sid` of the tokens issued under it: revoking it
