@@ -192,6 +192,9 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	if b.answerMetadata(w, r) {
 		return nil
 	}
+	// Before the decision: a refused request goes on to handle_errors, which may
+	// proxy it to the application, and must not carry the client's copies.
+	edge.DeleteIdentityHeaders(r.Header)
 	claims, err := b.check(r)
 	count(event.Event{Kind: event.Bearer, Outcome: bearer.Decision(err)})
 	if err != nil {

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -72,4 +73,41 @@ func TestBearerDuplicateAuthorization(t *testing.T) {
 			t.Errorf("WWW-Authenticate = %q, want error=\"invalid_request\" (RFC 6750 3.1)", ch)
 		}
 	}
+}
+
+// TestBearerRefusalDropsIdentityHeaders (third review, finding 8): a refused
+// request kept the client's X-Palmgate-* headers: the middleware deleted them only
+// when it admitted one. Caddy hands the same request to handle_errors, so a site
+// whose error routes proxy to the application (a sign-in or error page it
+// renders) gave it a forged X-Palmgate-Sub with no token at all.
+func TestBearerRefusalDropsIdentityHeaders(t *testing.T) {
+	mw := &Bearer{Realm: "palmgate", logger: zap.NewNop(),
+		verifier: bearer.NewVerifier(bearer.Config{Issuer: "https://id.example.test/oauth2", Algorithm: keys.ES256, Keys: noKeys{}})}
+	initMetrics()
+	for _, auth := range []string{"", "Bearer not.a.token"} {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/api", nil)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		r.Header.Set("X-Palmgate-Sub", "victim")
+		r.Header["X_palmgate_client_id"] = []string{"app"}
+		r = caddyhttp.PrepareRequest(r, caddy.NewReplacer(), w, &caddyhttp.Server{})
+		next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { t.Fatal("admitted"); return nil })
+		if err := mw.ServeHTTP(w, r, next); err == nil {
+			t.Fatalf("Authorization %q: admitted", auth)
+		}
+		for name := range r.Header {
+			if strings.Contains(strings.ToLower(strings.ReplaceAll(name, "_", "-")), "x-palmgate-") {
+				t.Errorf("Authorization %q: refused, and %s: %q still on the request handle_errors gets", auth, name, r.Header[name])
+			}
+		}
+	}
+}
+
+// noKeys is a key source with no key.
+type noKeys struct{}
+
+func (noKeys) Key(context.Context, string) (crypto.PublicKey, string, error) {
+	return nil, "", bearer.ErrInvalidToken
 }

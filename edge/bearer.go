@@ -27,17 +27,24 @@ const (
 // any case (X_Palmgate_Sub): net/http keeps it apart, but CGI, FastCGI (Caddy's
 // php_fastcgi), WSGI and Rack upstreams read it as the same variable.
 func SetIdentityHeaders(h http.Header, claims *bearer.Claims) {
-	for name := range h {
-		if isIdentityHeader(name) {
-			delete(h, name)
-		}
-	}
+	DeleteIdentityHeaders(h)
 	if id := claims.AgentID(); id != "" {
 		h.Set(HeaderAgentID, id)
 	}
 	h.Set(HeaderSub, claims.Subject)
 	h.Set(HeaderScope, claims.Scope)
 	h.Set(HeaderClientID, claims.ClientID)
+}
+
+// DeleteIdentityHeaders deletes every copy of the identity headers (see
+// SetIdentityHeaders): palmgate_bearer does so before deciding a request, so that
+// one it refuses reaches handle_errors without them.
+func DeleteIdentityHeaders(h http.Header) {
+	for name := range h {
+		if isIdentityHeader(name) {
+			delete(h, name)
+		}
+	}
 }
 
 // isIdentityHeader reports whether name is an identity header's name once case
