@@ -77,7 +77,7 @@ func (s *Server) negotiated(write errorWriter) errorWriter {
 func (s *Server) writeErrorPage(w http.ResponseWriter, r *http.Request, err error) {
 	status, d, f := pageOf(err)
 	if status == http.StatusInternalServerError {
-		s.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		s.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", logPath(r)), zap.Error(err))
 	}
 	if f != nil && f.RetryAfter > 0 && (f.Class == fault.TooMany || f.Class == fault.Unavailable) {
 		setRetryAfter(w, f.RetryAfter)

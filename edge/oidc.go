@@ -60,7 +60,7 @@ func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 		writeJSON(w, Status(f.Class), oauthErrorBody{Error: f.Code, Description: f.Message})
 		return
 	}
-	s.logger.Error("palmgate oauth request failed", zap.String("path", r.URL.Path), zap.Error(err))
+	s.logger.Error("palmgate oauth request failed", zap.String("path", logPath(r)), zap.Error(err))
 	writeJSON(w, http.StatusInternalServerError, oauthErrorBody{Error: "server_error", Description: "internal server error"})
 }
 

@@ -158,9 +158,19 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	e, retry := v1Error(err)
 	if e.Status == http.StatusInternalServerError {
-		s.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		s.logger.Error("palmgate request failed", zap.String("method", r.Method), zap.String("path", logPath(r)), zap.Error(err))
 	}
 	writeV1(w, e, retry)
+}
+
+// logPath is what the error log says of r's path: the route it matched
+// ("GET /v1/agent/register/{sessionId}/status"), not the path, whose segments
+// may be capabilities (a registration session's id), else the path.
+func logPath(r *http.Request) string {
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	return r.URL.Path
 }
 
 // writeV1 writes a /v1 error body with its status, and Retry-After when retry is

@@ -232,7 +232,7 @@ func (s *Service) Session(ctx context.Context, id string) (*Session, error) {
 	if !validSessionID(id) {
 		return nil, errSessionNotFound()
 	}
-	session, err := records.Read[Session](ctx, s.store, sessionKey(id), errSessionNotFound(), "registration session "+id)
+	session, err := records.Read[Session](ctx, s.store, sessionKey(id), errSessionNotFound(), "registration session")
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func getSession(txn storage.Txn, id string) (*Session, error) {
 	if !validSessionID(id) {
 		return nil, errSessionNotFound()
 	}
-	return records.Get[Session](txn, sessionKey(id), errSessionNotFound(), "registration session "+id)
+	return records.Get[Session](txn, sessionKey(id), errSessionNotFound(), "registration session")
 }
 
 // validSessionID reports whether id has the form of a session id, a UUID.
