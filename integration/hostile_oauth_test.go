@@ -376,8 +376,11 @@ func hostileBearerCases(f *hostileFixture) []*hostileCase {
 		none("token in a cookie", "Cookie", "access_token="+f.tokens.access)
 		cases = append(cases,
 			hx(ep.name+": token in the query", ep.method, ep.path+"?access_token="+f.tokens.access).bearer(401, "invalid_request", bare),
+			// RFC 6750 3.1: repeated credentials are invalid_request (third review, finding 2).
 			hx(ep.name+": two Authorization headers, garbage first", ep.method, ep.path).
-				hdr("Authorization", "Bearer garbage", "Authorization", "Bearer "+f.tokens.access).bearer(401, "invalid_token", invalid),
+				hdr("Authorization", "Bearer garbage", "Authorization", "Bearer "+f.tokens.access).bearer(400, "invalid_request", `error="invalid_request"`),
+			hx(ep.name+": two Authorization headers, the valid one first", ep.method, ep.path).
+				hdr("Authorization", "Bearer "+f.tokens.access, "Authorization", "Bearer garbage").bearer(400, "invalid_request", `error="invalid_request"`),
 		)
 	}
 	cases = append(cases,
