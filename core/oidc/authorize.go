@@ -497,6 +497,9 @@ func (s *Service) Finish(ctx context.Context, id, binding string) (*Redirect, er
 // finish is Finish that, for a verified login with sso_session on, also starts
 // the browser's SSO session (a new id, ending the one it held, old).
 func (s *Service) finish(ctx context.Context, id, binding, old string) (*Redirect, *Session, error) {
+	if err := s.checkRedirectStill(ctx, id, binding); err != nil {
+		return nil, nil, err
+	}
 	code, err := randomToken(codeBytes)
 	if err != nil {
 		return nil, nil, err

@@ -318,6 +318,9 @@ func (s *Service) ConsentPage(ctx context.Context, id, binding string) (*Consent
 // missing or wrong token ErrBadConsentToken; a session that ended meanwhile sends
 // login_required back to the client.
 func (s *Service) Consent(ctx context.Context, id, binding, session, token string, allow bool) (*Redirect, error) {
+	if err := s.checkRedirectStill(ctx, id, binding); err != nil {
+		return nil, err
+	}
 	code, err := randomToken(codeBytes)
 	if err != nil {
 		return nil, err

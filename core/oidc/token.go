@@ -244,6 +244,9 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		if rec.RedirectURI != redirectURI {
 			return oauthError(ErrInvalidGrant, "redirect_uri differs from the authorization request's")
 		}
+		if !cl.allowsRedirect(rec.RedirectURI) { // removed since the code was issued (redirect_still.go)
+			return oauthError(ErrInvalidGrant, "redirect_uri is no longer registered for this client")
+		}
 		if cl.public && rec.CodeChallenge == "" { // a code issued before the client became public
 			return oauthError(ErrInvalidGrant, "a public client's code must be bound to a PKCE code_challenge")
 		}
