@@ -82,7 +82,11 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 			Outcome: "This sign-in was started in another browser. Finish it there, or start again from the application."})
 		return
 	}
-	lines := []template.HTML{template.HTML("<b>" + template.HTMLEscapeString(st.ClientName) + "</b> asks to sign you in. It receives:")}
+	who := "<b>" + template.HTMLEscapeString(st.ClientName) + "</b>"
+	if st.ClientNotice != "" { // registered by a developer or by itself: said as on the login page
+		who += " (<span id=\"self-registered\">" + template.HTMLEscapeString(st.ClientNotice) + "</span>)"
+	}
+	lines := []template.HTML{template.HTML(who + " asks to sign you in. It receives:")}
 	if st.Request.Resource != "" {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(oidc.DescribeResource(st.Request.Resource))))
 	}

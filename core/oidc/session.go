@@ -270,6 +270,11 @@ func (s *Service) authorizeInSession(ctx context.Context, ar *AuthRequest, brows
 type ConsentState struct {
 	Request    *AuthRequest
 	ClientName string
+	// ClientNotice says who registered the client when the operator did not (a
+	// developer, the client itself, a metadata document's host), as the login page
+	// and the palm app say it; "" for the operator's clients. Within an SSO session
+	// this page is all the person sees before Allow.
+	ClientNotice string
 	// Token is the consent form's CSRF token, "" for a browser that did not make
 	// the request (Bound false).
 	Token string
@@ -304,7 +309,14 @@ func (s *Service) ConsentPage(ctx context.Context, id, binding string) (*Consent
 	if ar.Status != RequestConsent || !s.now().Before(ar.ExpiresAt) {
 		return nil, oauthError(ErrInvalidRequest, "this authorization request is not waiting for consent")
 	}
-	st := &ConsentState{Request: ar, ClientName: s.ClientName(ar), Bound: ar.boundTo(binding)}
+	st := &ConsentState{Request: ar, ClientName: ar.ClientID, Bound: ar.boundTo(binding)}
+	cl, err := s.clients.lookup(ctx, ar.ClientID)
+	if err != nil {
+		return nil, err
+	}
+	if cl != nil {
+		st.ClientName, st.ClientNotice = cl.name, cl.notice
+	}
 	if st.Bound {
 		st.Token = consentToken(binding, ar)
 	}
