@@ -2,6 +2,7 @@ package oidc
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/palmgate/palmgate/core/fault"
 )
@@ -79,4 +80,22 @@ func (e *RedirectError) Unwrap() error { return e.Fault }
 // iss.
 func (e *RedirectError) Redirect(iss string) *Redirect {
 	return &Redirect{URI: e.RedirectURI, Error: e.Fault.Code, Description: e.Fault.Message, State: e.State, Issuer: iss, Mode: e.ResponseMode}
+}
+
+// descriptionChars is an error_description in the characters RFC 6749 4.1.2.1
+// (and 5.2) allows: %x20-21 / %x23-5B / %x5D-7E. Descriptions quote what the
+// request carried (%q): a double quote becomes a single one, a backslash a
+// slash, and any other character (a control, a non-ASCII letter) a '?'.
+func descriptionChars(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '"':
+			return '\''
+		case r == '\\':
+			return '/'
+		case r < 0x20 || r > 0x7e:
+			return '?'
+		}
+		return r
+	}, s)
 }
