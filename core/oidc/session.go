@@ -191,7 +191,9 @@ func (s *Service) authorizeInSession(ctx context.Context, ar *AuthRequest, brows
 	if s.ssoTTL == 0 {
 		return scan("a palm scan is required")
 	}
-	if slices.Contains(ar.prompt, "login") {
+	// login asks for a new scan; so does select_account (OIDC Core 3.1.2.1: the
+	// person chooses the account, and the palm that scans is that choice).
+	if slices.Contains(ar.prompt, "login") || slices.Contains(ar.prompt, "select_account") {
 		return nil, nil
 	}
 	if !validSessionID(browser.Session) {
