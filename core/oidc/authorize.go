@@ -476,13 +476,7 @@ func (r *Redirect) Params() url.Values {
 // URL is the redirect's full URL in query mode: the redirect_uri with the response
 // parameters added to its own query.
 func (r *Redirect) URL() string {
-	u, _ := url.Parse(r.URI) // validated at configuration
-	q := u.Query()
-	for k, v := range r.Params() {
-		q[k] = v
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	return withParams(r.URI, r.Params()) // the registered query kept (redirect_query.go)
 }
 
 // Finish answers a login whose palm challenge has ended, to the browser that made

@@ -40,13 +40,10 @@ func (l *Logout) URL() string {
 	if l.RedirectURI == "" {
 		return ""
 	}
-	u, _ := url.Parse(l.RedirectURI) // validated at configuration
-	if l.State != "" {
-		q := u.Query()
-		q.Set("state", l.State)
-		u.RawQuery = q.Encode()
+	if l.State == "" {
+		return l.RedirectURI
 	}
-	return u.String()
+	return withParams(l.RedirectURI, url.Values{"state": {l.State}}) // the registered query kept
 }
 
 // EndSession answers an RP-initiated logout request (OpenID Connect RP-Initiated
