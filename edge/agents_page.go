@@ -70,12 +70,15 @@ func (s *Server) ownerCookieName() string {
 }
 
 // setOwnerCookie gives the browser the session secret for maxAge seconds (-1
-// clears it). SameSite=Strict: no other site can make the browser send it, on a
-// form post or a link.
+// clears it). SameSite=Lax: no other site can make the browser send it with a
+// form post (every form also carries the session's CSRF token), but a link from
+// another site (a mail, an application's settings) brings the person to their
+// page: with Strict the cookie was withheld there, and the page started a new
+// palm challenge over the verified session's cookie.
 func (s *Server) setOwnerCookie(w http.ResponseWriter, secret string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
 		Name: s.ownerCookieName(), Value: secret, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, Secure: s.secureCookies(), SameSite: http.SameSiteStrictMode,
+		HttpOnly: true, Secure: s.secureCookies(), SameSite: http.SameSiteLaxMode,
 	})
 }
 

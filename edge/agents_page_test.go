@@ -24,8 +24,8 @@ func (e *testEnv) ownerPage(t *testing.T) (*http.Cookie, string, string) {
 			cookie = c
 		}
 	}
-	if cookie == nil || !cookie.HttpOnly || !cookie.Secure || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" {
-		t.Fatalf("owner cookie = %+v, want __Host-, HttpOnly, Secure, SameSite=Strict", cookie)
+	if cookie == nil || !cookie.HttpOnly || !cookie.Secure || cookie.SameSite != http.SameSiteLaxMode || cookie.Path != "/" {
+		t.Fatalf("owner cookie = %+v, want __Host-, HttpOnly, Secure, SameSite=Lax", cookie)
 	}
 	w = e.getJSON(t, "/v1/human/agents", cookie)
 	wantStatus(t, w, http.StatusOK)
