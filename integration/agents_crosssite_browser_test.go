@@ -61,10 +61,11 @@ func TestAgentsPageLinkedFromAnotherSite(t *testing.T) {
 	if err := chromedp.Do(step(10*time.Second), chromedp.Click(chromedp.ID("manage"))); err != nil {
 		t.Fatalf("following the link: %v", err)
 	}
+	// The linking page has no <main>: this waits for palmgate's page, rendered whole
+	// by the server.
 	if err := chromedp.Do(step(browserWait), chromedp.WaitVisible(chromedp.CSS("main"))); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // the page has loaded; let it settle
 	n, err := chromedp.Run(step(5*time.Second), chromedp.Evaluate[int](`document.querySelectorAll('`+listed+`').length + (document.getElementById("simulate-button") ? 100 : 0)`))
 	if err != nil {
 		t.Fatal(err)
