@@ -334,7 +334,8 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 // promptValues are the prompt values palmgate accepts (OIDC Core 3.1.2.1). A palm
 // scan is a login, a consent and an account choice: login and select_account force
 // a scan (within an SSO session too: the palm that scans chooses the account),
-// consent the consent page within an SSO session; none is answered from the SSO session or refused (session.go).
+// consent the consent page within an SSO session; none is answered from the SSO
+// session or refused (session.go).
 var promptValues = []string{"none", "login", "consent", "select_account"}
 
 // maxMaxAge bounds max_age (ten years of seconds): a larger number is not a
