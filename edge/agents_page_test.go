@@ -46,6 +46,10 @@ func (e *testEnv) ownerSignIn(t *testing.T, palmSubject string) (*http.Cookie, s
 	e.devScan(t, id, nonce, palmSubject)
 	w := e.do(t, req{method: http.MethodGet, target: "/v1/human/agents", cookies: []*http.Cookie{cookie}})
 	wantPage(t, w, http.StatusOK, "Your agents")
+	// Its forms stay on palmgate: form-action 'self' (third review keeps it).
+	if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "; form-action 'self'; base-uri 'none'; frame-ancestors 'none'") {
+		t.Errorf("agents page CSP %q, want form-action 'self'", csp)
+	}
 	body := w.Body.String()
 	const marker = `name="csrf" value="`
 	i := strings.Index(body, marker)

@@ -55,6 +55,11 @@ type pagePolicy struct {
 	images     string // img-src sources besides the brand's logo ("data:" for a QR code)
 	connect    bool   // the script calls palmgate itself (connect-src 'self')
 	formAction string // form-action sources; "" is 'none'
+	// toClient leaves form-action out: the page's form is answered by a redirect
+	// to the client's redirect_uri, whose callback may redirect on to any origin,
+	// and Chromium holds every redirect after a form's POST to form-action (third
+	// review). Every value on such a page is escaped, and script runs by nonce.
+	toClient bool
 }
 
 // setPageHeaders sets the headers every page of palmgate's sends: HTML, never
@@ -68,11 +73,14 @@ func (s *Server) setPageHeaders(h http.Header, p pagePolicy) {
 	if p.connect {
 		csp += "; connect-src 'self'"
 	}
-	formAction := p.formAction
-	if formAction == "" {
-		formAction = "'none'"
+	if !p.toClient {
+		formAction := p.formAction
+		if formAction == "" {
+			formAction = "'none'"
+		}
+		csp += "; form-action " + formAction
 	}
-	csp += "; form-action " + formAction + "; base-uri 'none'; frame-ancestors 'none'"
+	csp += "; base-uri 'none'; frame-ancestors 'none'"
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", csp)

@@ -7,19 +7,6 @@ import (
 	"testing"
 )
 
-func TestFormActionSource(t *testing.T) {
-	for uri, want := range map[string]string{
-		"https://app.example.com/cb?tenant=7":  "https://app.example.com",
-		"http://127.0.0.1:8080/callback":       "http://127.0.0.1:8080",
-		"com.example.app:/oauth2redirect":      "com.example.app:",
-		"https://user@app.example.com:8443/cb": "https://app.example.com:8443",
-	} {
-		if got := formActionSource(uri); got != want {
-			t.Errorf("formActionSource(%q) = %q, want %q", uri, got, want)
-		}
-	}
-}
-
 // TestFrameAncestorSource: the form_post page may be framed by an http(s)
 // redirect URI's origin alone, and by nothing for any other redirect URI.
 func TestFrameAncestorSource(t *testing.T) {

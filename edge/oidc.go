@@ -154,7 +154,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 			Cancel: &pageForm{Action: "/oauth2/verify/cancel", Label: "Cancel and go back to the application", Fields: []formPostField{
 				{"auth_request_id", st.Request.ID}, {"csrf_token", oidc.CancelToken(binding, st.Request.ID)},
 			}},
-			FormAction: formActionSource(st.Request.RedirectURI),
+			CancelToClient: true,
 		})
 	}
 }

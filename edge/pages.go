@@ -50,9 +50,9 @@ type challengePageData struct {
 	// Cancel, when set, ends the palm step from the page (shown while it is open):
 	// the login's Cancel, the registration's "This is not my agent".
 	Cancel *pageForm
-	// FormAction is a CSP form-action source besides 'self': the client's
-	// redirect_uri origin, where a Cancel's answer redirects.
-	FormAction string
+	// CancelToClient: the Cancel's answer redirects to the client's redirect_uri
+	// (the login's), so the page has no CSP form-action (pagePolicy.toClient).
+	CancelToClient bool
 }
 
 // challengeJSON is the page's JSON form (Accept: application/json), which its own
@@ -114,11 +114,7 @@ func (s *Server) renderChallengePage(w http.ResponseWriter, r *http.Request, c *
 			d.DevScanURL = "/v1/palm/challenges/" + c.ID + "/dev-scan"
 		}
 	}
-	formAction := "'self'"
-	if d.Cancel != nil && d.FormAction != "" {
-		formAction += " " + d.FormAction
-	}
-	s.setPageHeaders(w.Header(), pagePolicy{nonce: d.CSPNonce, script: true, images: "data:", connect: true, formAction: formAction})
+	s.setPageHeaders(w.Header(), pagePolicy{nonce: d.CSPNonce, script: true, images: "data:", connect: true, formAction: "'self'", toClient: d.Cancel != nil && d.CancelToClient})
 	if d.HTTPStatus != 0 {
 		w.WriteHeader(d.HTTPStatus)
 	}

@@ -32,9 +32,9 @@ type consentPageData struct {
 	Open                 bool
 	AuthRequestID, Token string
 	CSPNonce             string
-	// RedirectURI is where the form's answer redirects: the CSP's form-action
-	// must admit its origin too, or browsers block the redirect after the POST.
-	RedirectURI string
+	// ToClient: the form's answer redirects to the client's redirect_uri, so the
+	// page has no CSP form-action (pagePolicy.toClient).
+	ToClient bool
 }
 
 // sessionCookieName is the SSO session's cookie.
@@ -91,7 +91,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(oidc.DescribeResource(st.Request.Resource))))
 	}
 	s.renderConsentPage(w, r, http.StatusOK, consentPageData{Title: "Allow access?", Lines: lines, Scopes: oidc.DescribeScopeList(st.Request.Scopes), Open: true,
-		AuthRequestID: st.Request.ID, Token: st.Token, RedirectURI: st.Request.RedirectURI})
+		AuthRequestID: st.Request.ID, Token: st.Token, ToClient: true})
 }
 
 // handleConsent takes the consent form: the code (or access_denied) goes back to
@@ -125,18 +125,14 @@ func (s *Server) writeConsentError(w http.ResponseWriter, r *http.Request, err e
 }
 
 // renderConsentPage writes the consent page with a strict Content-Security-Policy:
-// no script, the inline style by nonce, forms only to this origin (and the
-// redirect after the POST only to the client's redirect_uri's), never framed.
+// no script, the inline style by nonce, never framed; forms only to this origin,
+// except the open form, whose answer redirects to the client (pagePolicy.toClient).
 func (s *Server) renderConsentPage(w http.ResponseWriter, r *http.Request, status int, d consentPageData) {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce) // crypto/rand never fails on supported platforms
 	d.CSPNonce = base64.RawStdEncoding.EncodeToString(nonce)
 	d.Brand = s.brand
-	formAction := "'self'"
-	if d.RedirectURI != "" {
-		formAction += " " + formActionSource(d.RedirectURI)
-	}
-	s.setPageHeaders(w.Header(), pagePolicy{nonce: d.CSPNonce, formAction: formAction})
+	s.setPageHeaders(w.Header(), pagePolicy{nonce: d.CSPNonce, formAction: "'self'", toClient: d.ToClient})
 	w.WriteHeader(status)
 	if r.Method == http.MethodHead {
 		return

@@ -16,8 +16,7 @@ import (
 // its script, admitted by the CSP nonce, rewrites the expiry in the browser's
 // own time (the "(UTC)" fallback is gone), and a click on Cancel takes the
 // browser to the application's callback with error=access_denied, the state and
-// iss: the CSP's form-action admits the redirect_uri's origin, or Chromium would
-// block the redirect after the POST.
+// iss.
 func TestBrowserLoginCancel(t *testing.T) {
 	t.Parallel()
 	tooltest.Chromium.Need(t) // before any server starts

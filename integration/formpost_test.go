@@ -25,9 +25,9 @@ var (
 
 // expectFormPost checks a form_post answer (OAuth 2.0 Form Post Response Mode): a
 // 200 HTML page, not cached, whose form POSTs to redirectURI, whose only script
-// is admitted by its exact hash and whose CSP lets the form go to the
-// redirect_uri's origin only, and only that origin frame the page (silent
-// renewal in a hidden iframe); it returns the form's fields.
+// is admitted by its exact hash, whose CSP has no form-action (third review) and
+// lets only the redirect_uri's origin frame the page (silent renewal in a hidden
+// iframe); it returns the form's fields.
 func expectFormPost(t *testing.T, resp *testserver.Response, redirectURI string) url.Values {
 	t.Helper()
 	if resp.Status != http.StatusOK || resp.Header.Get("Location") != "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
@@ -56,14 +56,15 @@ func expectFormPost(t *testing.T, resp *testserver.Response, redirectURI string)
 	for _, want := range []string{
 		"default-src 'none'",
 		"script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'",
-		"form-action " + u.Scheme + "://" + u.Host,
 		"frame-ancestors " + u.Scheme + "://" + u.Host, // the client's hidden iframe (prompt=none) only
 	} {
 		if !strings.Contains(csp, want) {
 			t.Errorf("%s: Content-Security-Policy %q lacks %q", resp.Request, csp, want)
 		}
 	}
-	if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "*") {
+	// No form-action: the redirect_uri's answer may redirect on to any origin,
+	// and Chromium holds those redirects to it (third review).
+	if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "*") || strings.Contains(csp, "form-action") {
 		t.Errorf("%s: Content-Security-Policy %q is not strict", resp.Request, csp)
 	}
 	return fields
