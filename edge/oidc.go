@@ -155,6 +155,8 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 				{"auth_request_id", st.Request.ID}, {"csrf_token", oidc.CancelToken(binding, st.Request.ID)},
 			}},
 			CancelToClient: true,
+			Gone:           "This sign-in has expired or has already ended.",
+			GoneTodo:       "Go back to the application and sign in again.",
 		})
 	}
 }

@@ -50,6 +50,10 @@ type challengePageData struct {
 	// Cancel, when set, ends the palm step from the page (shown while it is open):
 	// the login's Cancel, the registration's "This is not my agent".
 	Cancel *pageForm
+	// Gone, when set, is what the page's script shows once its poll is refused
+	// (4xx): the request's records are gone, expired or already answered; GoneTodo
+	// says what to do then.
+	Gone, GoneTodo string
 	// CancelToClient: the Cancel's answer redirects to the client's redirect_uri
 	// (the login's), so the page has no CSP form-action (pagePolicy.toClient).
 	CancelToClient bool
