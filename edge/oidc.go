@@ -27,6 +27,14 @@ type oauthErrorBody struct {
 	Description string `json:"error_description,omitempty"`
 }
 
+// MarshalJSON writes the body with its error_description in RFC 6749 5.2's
+// characters (oidc.DescriptionChars): messages quote the request with %q.
+func (b oauthErrorBody) MarshalJSON() ([]byte, error) {
+	type plain oauthErrorBody
+	b.Description = oidc.DescriptionChars(b.Description)
+	return json.Marshal(plain(b))
+}
+
 // writeOAuthError is the OAuth dialect's mapper, the one place that maps errors
 // to it: a redirect (or form_post page) for an authorization error that goes back
 // to the client (*oidc.RedirectError); otherwise {"error","error_description"}

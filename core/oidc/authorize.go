@@ -466,7 +466,7 @@ func (r *Redirect) FormPost() bool { return r.Mode == ResponseModeFormPost }
 // Params are the response parameters.
 func (r *Redirect) Params() url.Values {
 	q := url.Values{}
-	for _, p := range [][2]string{{"code", r.Code}, {"error", r.Error}, {"error_description", descriptionChars(r.Description)}, {"state", r.State}, {"iss", r.Issuer}} {
+	for _, p := range [][2]string{{"code", r.Code}, {"error", r.Error}, {"error_description", DescriptionChars(r.Description)}, {"state", r.State}, {"iss", r.Issuer}} {
 		if p[1] != "" {
 			q.Set(p[0], p[1])
 		}

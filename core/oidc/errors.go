@@ -82,11 +82,12 @@ func (e *RedirectError) Redirect(iss string) *Redirect {
 	return &Redirect{URI: e.RedirectURI, Error: e.Fault.Code, Description: e.Fault.Message, State: e.State, Issuer: iss, Mode: e.ResponseMode}
 }
 
-// descriptionChars is an error_description in the characters RFC 6749 4.1.2.1
+// DescriptionChars is an error_description in the characters RFC 6749 4.1.2.1
 // (and 5.2) allows: %x20-21 / %x23-5B / %x5D-7E. Descriptions quote what the
 // request carried (%q): a double quote becomes a single one, a backslash a
-// slash, and any other character (a control, a non-ASCII letter) a '?'.
-func descriptionChars(s string) string {
+// slash, and any other character (a control, a non-ASCII letter) a '?'. The
+// redirects use it, and the edge's JSON error bodies.
+func DescriptionChars(s string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '"':
