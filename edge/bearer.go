@@ -9,6 +9,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/core/oidc"
 )
 
 // Identity headers palmgate sets on admitted requests (and on /oauth2/check
@@ -133,7 +134,9 @@ func SetChallenge(h http.Header, realm string, err error) int {
 			challenge += `, scope="` + need + `"`
 		}
 	default:
-		challenge += `, error="` + f.Code + `", error_description="` + f.Message + `"`
+		// RFC 6750 3: error_description keeps to %x20-21 / %x23-5B / %x5D-7E, so
+		// a message that quotes the request cannot end the quoted string.
+		challenge += `, error="` + f.Code + `", error_description="` + oidc.DescriptionChars(f.Message) + `"`
 	}
 	h.Set("WWW-Authenticate", challenge)
 	return Status(f.Class)
