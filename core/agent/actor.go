@@ -20,9 +20,15 @@ func (s *Service) AgentKey(ctx context.Context, deviceID string) (ed25519.Public
 	if err != nil || r == nil {
 		return nil, "", err
 	}
-	key, err := parsePublicKey(r.PublicKey, func(ed25519.PublicKey) error { return nil }) // checked at registration
+	key, err := decodePublicKey(r.PublicKey)
 	if err != nil {
 		return nil, "", fmt.Errorf("decoding the key of agent %q: %w", deviceID, err)
+	}
+	// Checked at registration, but a key registered before keys were checked (a
+	// point of small order, under which anyone can sign) is no agent's key, as
+	// verify/signature refuses it; a checked key is remembered (validKeys).
+	if _, err := s.validKeys.point(key); err != nil {
+		return nil, "", nil
 	}
 	return key, r.HumanID, nil
 }

@@ -304,3 +304,43 @@ func TestVerifySignatureWeakKeyRegisteredBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentKeyWeakKeyRegisteredBefore: the key of an agent registered with a weak
+// key before keys were checked is not handed to the jwt-bearer grant (nor to
+// requested_actor): AgentKey answers as for no agent, while a sound key is.
+func TestAgentKeyWeakKeyRegisteredBefore(t *testing.T) {
+	h := newHarness(t)
+	human := "00000000-0000-4000-8000-000000000000"
+	sound, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]ed25519.PublicKey{"sound": sound}
+	for _, so := range smallOrderEncodings[:8] { // the canonical ones: SPKI-encodable as registered
+		raw, _ := hex.DecodeString(so.hex)
+		keys["weak "+so.name] = raw
+	}
+	for id, key := range keys {
+		err := h.store.Update(context.Background(), func(txn storage.Txn) error {
+			return register(txn, id, key, Registered{PublicKey: spkiBase64(t, key), HumanID: human, RegisteredAt: Time(h.clock.Now())})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, want := range keys {
+		for pass := range 2 { // the second pass finds the agent and a sound key remembered
+			key, owner, err := h.reg.AgentKey(context.Background(), id)
+			if err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			if id == "sound" {
+				if !bytes.Equal(key, want) || owner != human {
+					t.Errorf("pass %d: AgentKey(sound) = %x, %q; want its key and owner", pass, key, owner)
+				}
+			} else if key != nil || owner != "" {
+				t.Errorf("pass %d: AgentKey(%s) = %x, %q; want no agent", pass, id, key, owner)
+			}
+		}
+	}
+}
