@@ -100,6 +100,11 @@ func CheckBearer(r *http.Request, v *bearer.Verifier, audience string, scopes []
 		// 6750 3.1: a request that repeats the credentials is invalid_request).
 		return nil, &fault.Error{Class: fault.Invalid, Code: bearer.CodeInvalidRequest, Message: "the request has more than one Authorization header"}
 	}
+	if r.Header.Get("Authorization") != "" && strings.Contains(r.URL.RawQuery, "access_token") && r.URL.Query().Has("access_token") {
+		// RFC 6750 2: one method per request. The header's token would be judged
+		// and the query's passed on, unchecked, to an upstream that may read it.
+		return nil, &fault.Error{Class: fault.Invalid, Code: bearer.CodeInvalidRequest, Message: "the request sends an access token both in the Authorization header and in the query"}
+	}
 	token, ok := bearerToken(r)
 	if !ok {
 		token = ""

@@ -72,3 +72,22 @@ func TestCheckDuplicateAuthorization(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckTokenInTwoPlaces: a request that sends a token in the Authorization
+// header and another as the access_token query parameter (RFC 6750 2: one method
+// per request) is invalid_request, not judged on the header while the query's
+// token goes on to the upstream; a query that merely mentions the name passes.
+func TestCheckTokenInTwoPlaces(t *testing.T) {
+	e := newEnv(t)
+	access := e.tokens(t, "alice")["access_token"].(string)
+	for _, target := range []string{"/oauth2/userinfo?access_token=forged", "/oauth2/check?scope=openid&access_token=forged"} {
+		w := e.do(t, req{method: http.MethodGet, target: target, header: bearer(access)})
+		wantChallenge(t, w, http.StatusBadRequest, "invalid_request")
+		if w.Header().Get("X-Palmgate-Sub") != "" {
+			t.Errorf("%s: X-Palmgate-Sub %q on a refusal", target, w.Header().Get("X-Palmgate-Sub"))
+		}
+	}
+	for _, target := range []string{"/oauth2/userinfo?note=access_token", "/oauth2/check?scope=openid"} {
+		wantStatus(t, e.do(t, req{method: http.MethodGet, target: target, header: bearer(access)}), http.StatusOK)
+	}
+}
