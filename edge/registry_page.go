@@ -38,6 +38,10 @@ func (s *Server) handleRegisterPage(w http.ResponseWriter, r *http.Request) {
 			template.HTML("Its key fingerprint: <b><code id=\"fingerprint\">" + template.HTMLEscapeString(c.Request.KeyFingerprint) + "</code></b>. Check that your agent printed the same one."),
 			"Verify with your palm to confirm that you own it.",
 		},
+		// Once its poll is refused, the session's records are gone: collected
+		// after its expiry (a completed or failed one too, shown as such until then).
+		Gone:     "This registration request has expired or has already ended.",
+		GoneTodo: "Ask the agent to start again.",
 	}
 	switch session.Status {
 	case agent.SessionCompleted:
