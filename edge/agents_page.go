@@ -120,7 +120,14 @@ func (s *Server) handleAgentsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if o == nil {
-		if head || wantsJSON(r) {
+		if wantsJSON(r) {
+			// The palm step's poll of a session that is gone (never started, signed
+			// out, or collected after its expiry): a refusal, on which the page says
+			// so in its words (renderOwnerChallenge's Gone) and stops polling.
+			s.writeAgentsPageError(w, r, agent.ErrOwnerSessionNotFound)
+			return
+		}
+		if head {
 			writeJSON(w, http.StatusOK, ownerPageJSON{Status: string(agent.OwnerExpired)})
 			return
 		}
@@ -182,6 +189,8 @@ func (s *Server) renderOwnerChallenge(w http.ResponseWriter, r *http.Request, o 
 			"Verify with your palm to see the agents registered to you and remove any of them.",
 			"Your palm app shows this browser's address: check that it is yours.",
 		},
+		Gone:     "This palm verification has expired or has already ended.",
+		GoneTodo: "Reload this page to start again.",
 	}
 	if o.Status == agent.OwnerPending && c.Status != palm.StatusPending {
 		d.StatusClass, d.Outcome = "bad", "This request is closed. Reload the page to start again."

@@ -2,6 +2,8 @@ package edge_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
@@ -83,5 +85,35 @@ func TestRegistrationPageSaysWhenGone(t *testing.T) {
 	wantPage(t, w, http.StatusOK, "This registration request has expired. Ask the agent to start again.")
 	if strings.Contains(w.Body.String(), "data-gone") {
 		t.Errorf("the expired registration's page carries the gone words:\n%s", w.Body)
+	}
+}
+
+// TestAgentsPageSaysWhenGone: the agents page's palm step carries the words its
+// script shows once the poll is refused, and the poll of an owner session that
+// is gone (its record collected after the expiry: deleted here; or no session
+// at all) is a 404 in the /v1 JSON dialect. Before, it was a 200 "expired", on
+// which the page reloaded and started a new palm challenge by itself. A
+// declined session that is still stored is polled as a 200 "denied", so the
+// page reloads to its own "declined" state.
+func TestAgentsPageSaysWhenGone(t *testing.T) {
+	e := newEnv(t)
+	cookie, _, _ := e.ownerPage(t)
+	wantPage(t, e.do(t, req{method: http.MethodGet, target: "/v1/human/agents", cookies: []*http.Cookie{cookie}}), http.StatusOK,
+		`data-gone="This palm verification has expired or has already ended." data-gone-todo="Reload this page to start again."`)
+	sum := sha256.Sum256([]byte(cookie.Value))
+	if err := e.store.Update(context.Background(), func(txn storage.Txn) error {
+		return txn.Delete([]byte("agent/o/" + hex.EncodeToString(sum[:])))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantV1Error(t, e.getJSON(t, "/v1/human/agents", cookie), http.StatusNotFound, "owner_session_not_found", "")
+	wantV1Error(t, e.getJSON(t, "/v1/human/agents"), http.StatusNotFound, "owner_session_not_found", "")
+
+	declined, id, nonce := e.ownerPage(t)
+	wantStatus(t, e.postJSON(t, "/v1/palm/challenges/"+id+"/deny", map[string]string{"nonce": nonce}), http.StatusOK)
+	w := e.getJSON(t, "/v1/human/agents", declined)
+	wantStatus(t, w, http.StatusOK)
+	if s := decode(t, w)["status"]; s != "denied" {
+		t.Errorf("the poll of a declined agents page sees %v, want denied", s)
 	}
 }
