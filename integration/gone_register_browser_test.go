@@ -2,11 +2,14 @@ package integration
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/palmgate/palmgate/internal/pgtest"
@@ -81,5 +84,59 @@ func TestBrowserRegistrationPageGone(t *testing.T) {
 	left, err := chromedp.Run(within(tabA, 5*time.Second), chromedp.Evaluate[bool](`!!(document.getElementById("qr") || document.getElementById("cancel") || document.getElementById("scan"))`))
 	if err != nil || left {
 		t.Errorf("the page still shows the QR code or the decline (%v)", err)
+	}
+}
+
+// TestBrowserAgentsPageGone (third review) opens the agents page's palm step in
+// headless Chromium on a PostgreSQL store, then deletes its owner session from
+// palmgate_kv (as the sweeper collects it after the expiry, without waiting for
+// one). The page's poll is refused (404), and the page says the palm
+// verification has expired or ended and to reload, drops the QR code, and does
+// not start a new palm challenge by itself. Before, the poll was a 200
+// "expired", on which the page reloaded and showed a new QR code.
+func TestBrowserAgentsPageGone(t *testing.T) {
+	t.Parallel()
+	tooltest.Chromium.Need(t) // before any server starts
+	dsn := pgtest.DSN(t)
+	e := start(t, testserver.Options{Storage: fmt.Sprintf("storage postgres %q", dsn)})
+	tab := startChromium(t)
+	within := func(d time.Duration) context.Context {
+		ctx, cancel := context.WithTimeout(tab, d)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	shows := func() string {
+		text, _ := chromedp.Run(within(5*time.Second), chromedp.Text(chromedp.CSS("main")))
+		return text
+	}
+	if err := chromedp.Do(within(20*time.Second), chromedp.Navigate(e.URL+"/v1/human/agents"), chromedp.WaitVisible(chromedp.CSS("#qr"))); err != nil {
+		t.Fatalf("no palm step on the agents page: %v", err)
+	}
+	got, err := chromedp.Call(within(5*time.Second), network.GetCookies, network.GetCookiesParams{URLs: []string{e.URL + "/v1/human/agents"}})
+	cookies := got.Cookies
+	var secret string
+	for _, c := range cookies {
+		if c.Name == "palmgate_agents" {
+			secret = c.Value
+		}
+	}
+	if err != nil || secret == "" {
+		t.Fatalf("the agents page's cookie: %v (%d cookies)", err, len(cookies))
+	}
+	sum := sha256.Sum256([]byte(secret))
+	tag, err := pgConnect(t, dsn).Exec(context.Background(), `DELETE FROM palmgate_kv WHERE key = $1`, []byte("agent/o/"+hex.EncodeToString(sum[:])))
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("deleting the owner session's record: %v (%d rows)", err, tag.RowsAffected())
+	}
+	if err := chromedp.Do(within(browserWait), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="gone"]`))); err != nil {
+		t.Fatalf("the page did not say the verification ended within %s (%v); it shows:\n%s", browserWait, err, shows())
+	}
+	if text := shows(); !strings.Contains(text, "This palm verification has expired or has already ended.") ||
+		!strings.Contains(text, "Reload this page to start again.") || strings.Contains(text, "Waiting for your palm scan") {
+		t.Errorf("the page shows:\n%s\nwant the verification ended and to reload", text)
+	}
+	left, err := chromedp.Run(within(5*time.Second), chromedp.Evaluate[bool](`!!(document.getElementById("qr") || document.getElementById("scan"))`))
+	if err != nil || left {
+		t.Errorf("the page still shows the QR code (%v)", err)
 	}
 }
