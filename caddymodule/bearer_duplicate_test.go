@@ -8,17 +8,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"github.com/golang-jwt/jwt/v5"
 	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/keys"
-	"github.com/palmgate/palmgate/internal/keystest"
-	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 // TestBearerDuplicateAuthorization (third review, finding 2): a request with two
@@ -28,24 +24,7 @@ import (
 // nobody checked. RFC 6750 3.1: a request that repeats the credentials is
 // invalid_request, 400; nothing reaches the upstream.
 func TestBearerDuplicateAuthorization(t *testing.T) {
-	const issuer = "https://id.example.test/oauth2"
-	set, err := keys.Open(context.Background(), memstore.New(), time.Now, keys.WithGenerator(keystest.Generator))
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := set.Sign(keys.ES256, bearer.TokenType, bearer.Claims{
-		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: issuer, Subject: "pairwise-sub", ID: "jti-1",
-			IssuedAt: jwt.NewNumericDate(time.Now()), ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour)),
-		},
-		ClientID: "app", Scope: "openid", GrantID: "grant-1",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw := &Bearer{Realm: "palmgate", logger: zap.NewNop(),
-		verifier: bearer.NewVerifier(bearer.Config{Issuer: issuer, Algorithm: keys.ES256, Keys: set})}
-	initMetrics()
+	mw, token := newTestBearer(t)
 	serve := func(auth ...string) (bool, error, http.Header) {
 		reached := false
 		next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { reached = true; return nil })
@@ -82,7 +61,7 @@ func TestBearerDuplicateAuthorization(t *testing.T) {
 // renders) gave it a forged X-Palmgate-Sub with no token at all.
 func TestBearerRefusalDropsIdentityHeaders(t *testing.T) {
 	mw := &Bearer{Realm: "palmgate", logger: zap.NewNop(),
-		verifier: bearer.NewVerifier(bearer.Config{Issuer: "https://id.example.test/oauth2", Algorithm: keys.ES256, Keys: noKeys{}})}
+		verifier: bearer.NewVerifier(bearer.Config{Issuer: testIssuer, Algorithm: keys.ES256, Keys: noKeys{}})}
 	initMetrics()
 	for _, auth := range []string{"", "Bearer not.a.token"} {
 		w := httptest.NewRecorder()
