@@ -38,6 +38,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Defaults of Config.
@@ -86,16 +88,9 @@ type Fetcher struct {
 
 	mu    sync.Mutex
 	cache map[string]*entry
-	// inflight are the fetches under way, by URL: callers that miss the cache
-	// while one runs wait for it rather than fetch again.
-	inflight map[string]*call
-}
-
-// call is a fetch under way; done is closed once body and err are set.
-type call struct {
-	done chan struct{}
-	body []byte
-	err  error
+	// fetching shares one fetch of a URL among the callers that miss the cache
+	// while it runs.
+	fetching singleflight.Group
 }
 
 type entry struct {
@@ -129,7 +124,7 @@ func New(cfg Config) *Fetcher {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
-	f := &Fetcher{cfg: cfg, cache: map[string]*entry{}, inflight: map[string]*call{}}
+	f := &Fetcher{cfg: cfg, cache: map[string]*entry{}}
 	tr := &http.Transport{
 		Proxy:                  nil,
 		TLSClientConfig:        cfg.TLS,
@@ -241,39 +236,40 @@ func Blocked(ip netip.Addr) bool {
 // dropping requests does not make each one a new fetch.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) ([]byte, error) {
 	now := f.cfg.Now()
-	f.mu.Lock()
-	if e := f.cache[rawURL]; e != nil && now.Before(e.expires) {
-		f.mu.Unlock()
+	if e := f.cached(rawURL, now); e != nil {
 		return e.body, e.err
 	}
-	c := f.inflight[rawURL]
-	if c == nil {
-		c = &call{done: make(chan struct{})}
-		f.inflight[rawURL] = c
-		go f.run(context.WithoutCancel(ctx), rawURL, c)
-	}
-	f.mu.Unlock()
+	ch := f.fetching.DoChan(rawURL, func() (any, error) {
+		if e := f.cached(rawURL, now); e != nil { // by a fetch that ended since the look above
+			return e.body, e.err
+		}
+		body, ttl, err := f.fetch(context.WithoutCancel(ctx), rawURL)
+		if err != nil {
+			ttl = f.cfg.FailureTTL
+		}
+		done := f.cfg.Now()
+		f.mu.Lock()
+		f.putLocked(rawURL, &entry{body: body, err: err, added: done, expires: done.Add(ttl)})
+		f.mu.Unlock()
+		return body, err
+	})
 	select {
-	case <-c.done:
-		return c.body, c.err
+	case r := <-ch:
+		body, _ := r.Val.([]byte)
+		return body, r.Err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-// run fetches rawURL for call c, caches the outcome and hands it to c's callers.
-func (f *Fetcher) run(ctx context.Context, rawURL string, c *call) {
-	body, ttl, err := f.fetch(ctx, rawURL)
-	if err != nil {
-		ttl = f.cfg.FailureTTL
-	}
-	now := f.cfg.Now()
+// cached is the entry of rawURL still fresh at now, or nil.
+func (f *Fetcher) cached(rawURL string, now time.Time) *entry {
 	f.mu.Lock()
-	f.putLocked(rawURL, &entry{body: body, err: err, added: now, expires: now.Add(ttl)})
-	delete(f.inflight, rawURL)
-	c.body, c.err = body, err
-	close(c.done)
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	if e := f.cache[rawURL]; e != nil && now.Before(e.expires) {
+		return e
+	}
+	return nil
 }
 
 // putLocked caches e under key; f.mu is held.
