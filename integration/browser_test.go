@@ -257,9 +257,13 @@ func startChromium(t *testing.T) context.Context {
 func newChromium(t *testing.T) func(d time.Duration) context.Context {
 	t.Helper()
 	ctx := startChromium(t)
-	return func(d time.Duration) context.Context {
-		c, cancel := context.WithTimeout(ctx, d)
-		t.Cleanup(cancel)
-		return c
-	}
+	return func(d time.Duration) context.Context { return within(t, ctx, d) }
+}
+
+// within is the browser context tab (a tab of startChromium's browser) bounded
+// by d, cancelled at the latest with t.
+func within(t *testing.T, tab context.Context, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(tab, d)
+	t.Cleanup(cancel)
+	return c
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -30,20 +29,15 @@ func TestBrowserLoginPageGone(t *testing.T) {
 	tabA := startChromium(t)
 	tabB, closeB := chromedp.NewContext(tabA) // a second tab of the same browser: the same cookies
 	t.Cleanup(closeB)
-	within := func(tab context.Context, d time.Duration) context.Context {
-		ctx, cancel := context.WithTimeout(tab, d)
-		t.Cleanup(cancel)
-		return ctx
-	}
 
-	if err := chromedp.Do(within(tabA, 20*time.Second), chromedp.Navigate(e.authURL(c)), chromedp.WaitVisible(chromedp.CSS("#cancel"))); err != nil {
+	if err := chromedp.Do(within(t, tabA, 20*time.Second), chromedp.Navigate(e.authURL(c)), chromedp.WaitVisible(chromedp.CSS("#cancel"))); err != nil {
 		t.Fatalf("the first tab shows no login page: %v", err)
 	}
-	page, err := chromedp.Run(within(tabA, 5*time.Second), chromedp.Location())
+	page, err := chromedp.Run(within(t, tabA, 5*time.Second), chromedp.Location())
 	if err != nil || !strings.Contains(page, "/oauth2/verify?auth_request_id=") {
 		t.Fatalf("the first tab is at %q (%v), want the login page", page, err)
 	}
-	if err := chromedp.Do(within(tabB, 20*time.Second), chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel"))); err != nil {
+	if err := chromedp.Do(within(t, tabB, 20*time.Second), chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel"))); err != nil {
 		t.Fatalf("the second tab's Cancel: %v", err)
 	}
 	select {
@@ -53,16 +47,16 @@ func TestBrowserLoginPageGone(t *testing.T) {
 	}
 
 	// The first tab's next poll (every 2 s) is refused.
-	if err := chromedp.Do(within(tabA, browserWait), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="gone"]`))); err != nil {
-		text, _ := chromedp.Run(within(tabA, 5*time.Second), chromedp.Text(chromedp.CSS("main")))
+	if err := chromedp.Do(within(t, tabA, browserWait), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="gone"]`))); err != nil {
+		text, _ := chromedp.Run(within(t, tabA, 5*time.Second), chromedp.Text(chromedp.CSS("main")))
 		t.Fatalf("the first tab did not say the sign-in ended within %s (%v); it shows:\n%s", browserWait, err, text)
 	}
-	text, err := chromedp.Run(within(tabA, 5*time.Second), chromedp.Text(chromedp.CSS("main")))
+	text, err := chromedp.Run(within(t, tabA, 5*time.Second), chromedp.Text(chromedp.CSS("main")))
 	if err != nil || !strings.Contains(text, "This sign-in has expired or has already ended.") ||
 		!strings.Contains(text, "Go back to the application and sign in again.") || strings.Contains(text, "Waiting for your palm scan") {
 		t.Errorf("the first tab shows (%v):\n%s\nwant the sign-in ended and to go back to the application", err, text)
 	}
-	left, err := chromedp.Run(within(tabA, 5*time.Second), chromedp.Evaluate[bool](`!!(document.getElementById("qr") || document.getElementById("cancel") || document.getElementById("scan"))`))
+	left, err := chromedp.Run(within(t, tabA, 5*time.Second), chromedp.Evaluate[bool](`!!(document.getElementById("qr") || document.getElementById("cancel") || document.getElementById("scan"))`))
 	if err != nil || left {
 		t.Errorf("the first tab still shows the QR code or the Cancel (%v)", err)
 	}

@@ -36,18 +36,13 @@ func TestBrowserRegistrationPageGone(t *testing.T) {
 	tabA := startChromium(t)
 	tabB, closeB := chromedp.NewContext(tabA) // a second tab of the same browser: the same cookies
 	t.Cleanup(closeB)
-	within := func(tab context.Context, d time.Duration) context.Context {
-		ctx, cancel := context.WithTimeout(tab, d)
-		t.Cleanup(cancel)
-		return ctx
-	}
 	shows := func(tab context.Context) string {
-		text, _ := chromedp.Run(within(tab, 5*time.Second), chromedp.Text(chromedp.CSS("main")))
+		text, _ := chromedp.Run(within(t, tab, 5*time.Second), chromedp.Text(chromedp.CSS("main")))
 		return text
 	}
 	open := func(tab context.Context, url string) {
 		t.Helper()
-		if err := chromedp.Do(within(tab, 20*time.Second), chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#cancel"))); err != nil {
+		if err := chromedp.Do(within(t, tab, 20*time.Second), chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#cancel"))); err != nil {
 			t.Fatalf("no registration page with its decline at %s: %v", url, err)
 		}
 	}
@@ -56,11 +51,11 @@ func TestBrowserRegistrationPageGone(t *testing.T) {
 	declined := e.initSession(t, newAgent(t, "declined-"+randHex(4)).registration(time.Now()))
 	open(tabA, declined.URL)
 	open(tabB, declined.URL)
-	if err := chromedp.Do(within(tabB, 20*time.Second), chromedp.Click(chromedp.CSS("#cancel")),
+	if err := chromedp.Do(within(t, tabB, 20*time.Second), chromedp.Click(chromedp.CSS("#cancel")),
 		chromedp.WaitVisible(chromedp.CSS(`#status[data-status="denied"]`))); err != nil {
 		t.Fatalf("the second tab's decline: %v; it shows:\n%s", err, shows(tabB))
 	}
-	if err := chromedp.Do(within(tabA, browserWait), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="denied"]`))); err != nil {
+	if err := chromedp.Do(within(t, tabA, browserWait), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="denied"]`))); err != nil {
 		t.Fatalf("the first tab did not show the declined registration within %s (%v); it shows:\n%s", browserWait, err, shows(tabA))
 	}
 	if text := shows(tabA); !strings.Contains(text, "Registration failed: it was declined") || strings.Contains(text, "already ended") {
@@ -74,14 +69,14 @@ func TestBrowserRegistrationPageGone(t *testing.T) {
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("deleting the session's record: %v (%d rows)", err, tag.RowsAffected())
 	}
-	if err := chromedp.Do(within(tabA, browserWait), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="gone"]`))); err != nil {
+	if err := chromedp.Do(within(t, tabA, browserWait), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="gone"]`))); err != nil {
 		t.Fatalf("the page did not say the registration ended within %s (%v); it shows:\n%s", browserWait, err, shows(tabA))
 	}
 	if text := shows(tabA); !strings.Contains(text, "This registration request has expired or has already ended.") ||
 		!strings.Contains(text, "Ask the agent to start again.") || strings.Contains(text, "Waiting for your palm scan") {
 		t.Errorf("the page shows:\n%s\nwant the registration ended and to ask the agent to start again", text)
 	}
-	left, err := chromedp.Run(within(tabA, 5*time.Second), chromedp.Evaluate[bool](`!!(document.getElementById("qr") || document.getElementById("cancel") || document.getElementById("scan"))`))
+	left, err := chromedp.Run(within(t, tabA, 5*time.Second), chromedp.Evaluate[bool](`!!(document.getElementById("qr") || document.getElementById("cancel") || document.getElementById("scan"))`))
 	if err != nil || left {
 		t.Errorf("the page still shows the QR code or the decline (%v)", err)
 	}
@@ -100,19 +95,14 @@ func TestBrowserAgentsPageGone(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	e := start(t, testserver.Options{Storage: fmt.Sprintf("storage postgres %q", dsn)})
 	tab := startChromium(t)
-	within := func(d time.Duration) context.Context {
-		ctx, cancel := context.WithTimeout(tab, d)
-		t.Cleanup(cancel)
-		return ctx
-	}
 	shows := func() string {
-		text, _ := chromedp.Run(within(5*time.Second), chromedp.Text(chromedp.CSS("main")))
+		text, _ := chromedp.Run(within(t, tab, 5*time.Second), chromedp.Text(chromedp.CSS("main")))
 		return text
 	}
-	if err := chromedp.Do(within(20*time.Second), chromedp.Navigate(e.URL+"/v1/human/agents"), chromedp.WaitVisible(chromedp.CSS("#qr"))); err != nil {
+	if err := chromedp.Do(within(t, tab, 20*time.Second), chromedp.Navigate(e.URL+"/v1/human/agents"), chromedp.WaitVisible(chromedp.CSS("#qr"))); err != nil {
 		t.Fatalf("no palm step on the agents page: %v", err)
 	}
-	got, err := chromedp.Call(within(5*time.Second), network.GetCookies, network.GetCookiesParams{URLs: []string{e.URL + "/v1/human/agents"}})
+	got, err := chromedp.Call(within(t, tab, 5*time.Second), network.GetCookies, network.GetCookiesParams{URLs: []string{e.URL + "/v1/human/agents"}})
 	cookies := got.Cookies
 	var secret string
 	for _, c := range cookies {
@@ -128,14 +118,14 @@ func TestBrowserAgentsPageGone(t *testing.T) {
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("deleting the owner session's record: %v (%d rows)", err, tag.RowsAffected())
 	}
-	if err := chromedp.Do(within(browserWait), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="gone"]`))); err != nil {
+	if err := chromedp.Do(within(t, tab, browserWait), chromedp.WaitVisible(chromedp.CSS(`#status[data-status="gone"]`))); err != nil {
 		t.Fatalf("the page did not say the verification ended within %s (%v); it shows:\n%s", browserWait, err, shows())
 	}
 	if text := shows(); !strings.Contains(text, "This palm verification has expired or has already ended.") ||
 		!strings.Contains(text, "Reload this page to start again.") || strings.Contains(text, "Waiting for your palm scan") {
 		t.Errorf("the page shows:\n%s\nwant the verification ended and to reload", text)
 	}
-	left, err := chromedp.Run(within(5*time.Second), chromedp.Evaluate[bool](`!!(document.getElementById("qr") || document.getElementById("scan"))`))
+	left, err := chromedp.Run(within(t, tab, 5*time.Second), chromedp.Evaluate[bool](`!!(document.getElementById("qr") || document.getElementById("scan"))`))
 	if err != nil || left {
 		t.Errorf("the page still shows the QR code (%v)", err)
 	}
