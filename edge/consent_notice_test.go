@@ -19,10 +19,7 @@ import (
 // Allow: no palm app screen shows the mark. An operator's own client has none.
 func TestConsentPageMarksDeveloperClients(t *testing.T) {
 	e := newEnv(t, withSSO(12*time.Hour))
-	l := e.authorize(t, authorizeQuery())
-	id, nonce := e.challenge(t, l)
-	e.devScan(t, id, nonce, "alice")
-	w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
+	w := e.scanned(t, authorizeQuery(), "alice")
 	wantStatus(t, w, http.StatusFound)
 	sess := cookieNamed(w, "__Host-palmgate_session")
 	if sess == nil {

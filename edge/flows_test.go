@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -89,13 +90,21 @@ func (e *testEnv) devScan(t *testing.T, challengeID, nonce, palmSubject string) 
 	}
 }
 
+// scanned runs a login of authorization request q to its palm scan as
+// palmSubject and returns the login page's answer to its browser then: the 302
+// to the client, or the consent page within an SSO session.
+func (e *testEnv) scanned(t *testing.T, q url.Values, palmSubject string) *httptest.ResponseRecorder {
+	t.Helper()
+	l := e.authorize(t, q)
+	id, nonce := e.challenge(t, l)
+	e.devScan(t, id, nonce, palmSubject)
+	return e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + url.QueryEscape(l.id), cookies: []*http.Cookie{l.cookie}})
+}
+
 // code runs a whole login as palmSubject and returns the authorization code.
 func (e *testEnv) code(t *testing.T, palmSubject string) string {
 	t.Helper()
-	l := e.authorize(t, authorizeQuery())
-	id, nonce := e.challenge(t, l)
-	e.devScan(t, id, nonce, palmSubject)
-	w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
+	w := e.scanned(t, authorizeQuery(), palmSubject)
 	wantStatus(t, w, http.StatusFound)
 	loc, err := url.Parse(w.Header().Get("Location"))
 	if err != nil || !strings.HasPrefix(loc.String(), testRedirect+"?") {
