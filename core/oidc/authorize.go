@@ -284,6 +284,7 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	if err != nil {
 		return nil, err
 	}
+	scopes = cl.withoutRefresh(scopes)
 	nonce := params.Get("nonce")
 	if len(nonce) > MaxNonceLen {
 		return nil, oauthError(ErrInvalidRequest, "nonce is longer than %d characters", MaxNonceLen)

@@ -23,6 +23,15 @@ type caller struct {
 	trusted bool
 	// static is the static client, authenticated already; nil for a dynamic one.
 	static *client
+	// grantType is the token request's grant, which in checks the client may use
+	// ("": not checked, a first party's call).
+	grantType string
+}
+
+// errGrantNotRegistered refuses a grant the client did not register (RFC 6749
+// 5.2 unauthorized_client, as Hydra answers it).
+func errGrantNotRegistered(grantType string) error {
+	return oauthError(ErrUnauthorizedClient, "the client is not registered for the grant type %s", grantType)
 }
 
 // caller returns the caller of a token request presenting id and secret: a static
@@ -107,13 +116,17 @@ func (c *caller) in(txn storage.Txn) (*client, error) {
 	if !c.trusted && c.reg.checkSecret(cl, c.secret) == nil {
 		return nil, oauthError(ErrInvalidClient, "client authentication failed")
 	}
+	if c.grantType != "" && !cl.allowsGrant(c.grantType) {
+		return nil, errGrantNotRegistered(c.grantType)
+	}
 	return cl, nil
 }
 
 // refuse returns err, a refusal of the request before its transaction, unless the
 // caller is not authenticated yet and fails to be: then invalid_client, as when
 // authentication comes first (a request without the client's secret learns nothing
-// of a code or a refresh token). It reads the client on this error path only.
+// of a code or a refresh token), or unauthorized_client when it may not use the
+// request's grant. It reads the client on this error path only.
 func (c *caller) refuse(ctx context.Context, err error) error {
 	if c.static != nil || c.trusted {
 		return err
@@ -124,6 +137,9 @@ func (c *caller) refuse(ctx context.Context, err error) error {
 	}
 	if cl == nil {
 		return oauthError(ErrInvalidClient, "client authentication failed")
+	}
+	if c.grantType != "" && !cl.allowsGrant(c.grantType) {
+		return errGrantNotRegistered(c.grantType)
 	}
 	return err
 }

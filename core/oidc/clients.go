@@ -87,6 +87,9 @@ type client struct {
 	// for CORS, canonical (originsOf).
 	public  bool
 	origins []string
+	// grantTypes are the grants the token endpoint serves it: a self-registered
+	// client's registered ones (RFC 7591 2); nil, every grant (GrantTypes).
+	grantTypes []string
 }
 
 // Clients is the client registry: the static clients of the config and the
@@ -215,6 +218,23 @@ func (r *Clients) authenticateStatic(id, secret string) *client {
 		return nil
 	}
 	return cl
+}
+
+// allowsGrant reports whether the client may use the grant_type g at the token
+// endpoint: every grant unless it registered its grant_types (selfreg.go).
+func (cl *client) allowsGrant(g string) bool {
+	return cl.grantTypes == nil || slices.Contains(cl.grantTypes, g)
+}
+
+// withoutRefresh is scopes without offline_access when the client may not use the
+// refresh_token grant: it gets no refresh token, so it is not granted one (as OIDC
+// Core 11 ignores offline_access where no code is returned). A request of
+// offline_access alone keeps it, and is then refused as any scope would be.
+func (cl *client) withoutRefresh(scopes []string) []string {
+	if cl.allowsGrant(grantRefreshToken) || !slices.Contains(scopes, ScopeOfflineAccess) || len(scopes) == 1 {
+		return scopes
+	}
+	return slices.DeleteFunc(slices.Clone(scopes), func(sc string) bool { return sc == ScopeOfflineAccess })
 }
 
 // allowsRedirect reports whether uri is registered for the client (exact match;

@@ -91,10 +91,10 @@ type grantHandler func(ctx context.Context, s *Service, c *caller, params url.Va
 
 // grantHandlers are the token endpoint's grants, by grant_type.
 var grantHandlers = map[string]grantHandler{
-	"authorization_code": func(ctx context.Context, s *Service, c *caller, p url.Values) (*TokenResponse, error) {
+	grantAuthorizationCode: func(ctx context.Context, s *Service, c *caller, p url.Values) (*TokenResponse, error) {
 		return s.exchangeCode(ctx, c, p.Get("code"), p.Get("redirect_uri"), p.Get("code_verifier"), p["resource"]...)
 	},
-	"refresh_token": func(ctx context.Context, s *Service, c *caller, p url.Values) (*TokenResponse, error) {
+	grantRefreshToken: func(ctx context.Context, s *Service, c *caller, p url.Values) (*TokenResponse, error) {
 		return s.refresh(ctx, c, p.Get("refresh_token"), p.Get("scope"), p["resource"]...)
 	},
 	GrantTypeJWTBearer: func(ctx context.Context, s *Service, c *caller, p url.Values) (*TokenResponse, error) {
@@ -103,7 +103,13 @@ var grantHandlers = map[string]grantHandler{
 }
 
 // GrantTypes are the grant types the token endpoint serves, for discovery.
-var GrantTypes = []string{"authorization_code", "refresh_token", GrantTypeJWTBearer}
+var GrantTypes = []string{grantAuthorizationCode, grantRefreshToken, GrantTypeJWTBearer}
+
+// The grant types of the code flow.
+const (
+	grantAuthorizationCode = "authorization_code"
+	grantRefreshToken      = "refresh_token"
+)
 
 // Token is the token endpoint (RFC 6749 3.2): the parsing rules, the client's
 // authentication, then the grant_type's handler. The client is read once: a static
@@ -126,6 +132,12 @@ func (s *Service) Token(ctx context.Context, req ClientRequest) (*TokenResponse,
 	handle, ok := grantHandlers[grantType]
 	if !ok {
 		return nil, c.refuse(ctx, oauthError(ErrUnsupportedGrantType, "grant_type must be authorization_code, refresh_token or "+GrantTypeJWTBearer))
+	}
+	// A client that registered its grant_types may use no other (RFC 7591 2): a
+	// static client is refused now, a dynamic one once caller.in has read it.
+	c.grantType = grantType
+	if c.static != nil && !c.static.allowsGrant(grantType) {
+		return nil, errGrantNotRegistered(grantType)
 	}
 	return handle(ctx, s, c, req.Params)
 }

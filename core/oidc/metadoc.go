@@ -124,7 +124,14 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 	if doc.ClientSecret != nil || (doc.TokenEndpointAuthMethod != "" && doc.TokenEndpointAuthMethod != TokenAuthMethodNone) {
 		return nil, metaErr(id, "a client described by a metadata document is public: token_endpoint_auth_method none, no client_secret")
 	}
-	for _, g := range doc.GrantTypes {
+	// The grants the document lists are its only ones; a document without
+	// grant_types keeps every grant, as documents were read before (MCP clients
+	// publish some without and refresh).
+	var grants []string
+	if len(doc.GrantTypes) > 0 {
+		grants = doc.GrantTypes
+	}
+	for _, g := range grants {
 		if g != "authorization_code" && g != "refresh_token" {
 			return nil, metaErr(id, "grant_types: authorization_code and refresh_token only, got %.50q", g)
 		}
@@ -153,6 +160,7 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 		scopes: DefaultScopes, dynamic: true, selfRegistered: true, notice: MetadataNotice(u.Host),
 		idTokenAlg: IDTokenAlgs[0], accessTokenAudience: AudienceBaseURL,
 		public: true, loopbackAnyPort: true,
-		origins: originsOf(true, nil, spec.RedirectURIs), // a public client's: its redirect URIs'
+		origins:    originsOf(true, nil, spec.RedirectURIs), // a public client's: its redirect URIs'
+		grantTypes: grants,
 	}, nil
 }

@@ -93,6 +93,10 @@ type clientRecord struct {
 	SelfRegistered bool      `json:"selfRegistered,omitempty"`
 	Network        string    `json:"network,omitempty"`
 	ExpiresAt      time.Time `json:"expiresAt,omitzero"`
+	// GrantTypes are a self-registered client's registered grant_types (RFC
+	// 7591 2); none, every grant (the operator's, the portal's, and clients
+	// self-registered before they were kept).
+	GrantTypes []string `json:"grantTypes,omitempty"`
 }
 
 // ClientInfo is a client as the admin API and the portal show it (never a secret).
@@ -128,6 +132,8 @@ type ClientInfo struct {
 	// ExpiresAt unless used (selfreg.go).
 	SelfRegistered bool      `json:"self_registered,omitempty"`
 	ExpiresAt      time.Time `json:"expires_at,omitzero"`
+	// GrantTypes are the grants it registered (RFC 7591); none: every grant.
+	GrantTypes []string `json:"grant_types,omitempty"`
 }
 
 // SecretInfo is one live secret of a dynamic client: the current one, or the
@@ -164,7 +170,7 @@ func (r *clientRecord) info(now time.Time) *ClientInfo {
 		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256),
 		AccessTokenAudience:     orDefault(r.AccessTokenAudience, AudienceBaseURL),
 		TokenEndpointAuthMethod: authMethod(r.Public), AllowedOrigins: orEmpty(r.origins()),
-		SelfRegistered: r.SelfRegistered, ExpiresAt: r.ExpiresAt}
+		SelfRegistered: r.SelfRegistered, ExpiresAt: r.ExpiresAt, GrantTypes: slices.Clone(r.GrantTypes)}
 	for _, s := range r.Secrets {
 		switch {
 		case s.ExpiresAt.IsZero():
@@ -221,6 +227,7 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
 		accessTokenAudience: orDefault(rec.AccessTokenAudience, AudienceBaseURL),
 		public:              rec.Public, origins: rec.origins(),
+		grantTypes: rec.GrantTypes,
 	}
 }
 

@@ -159,7 +159,7 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 	if address != "" {
 		network = palm.Network(address)
 	}
-	sr := &selfReg{network: network, expiresAt: now.Add(r.unused())}
+	sr := &selfReg{network: network, expiresAt: now.Add(r.unused()), grantTypes: slices.Compact(slices.Sorted(slices.Values(grants)))}
 	info, secret, err := r.create(ctx, spec, sr)
 	if err != nil {
 		return nil, err
@@ -186,6 +186,10 @@ func (r *Clients) unused() time.Duration {
 type selfReg struct {
 	network   string
 	expiresAt time.Time
+	// grantTypes are the registered grant_types, the only ones the token
+	// endpoint serves it (RFC 7591 2, as Hydra): without refresh_token it gets no
+	// refresh token.
+	grantTypes []string
 }
 
 // selfRegMarkKey is read and written by every registration, so that concurrent

@@ -188,6 +188,7 @@ func TestRegistrationLapses(t *testing.T) {
 	h.openRegistration(RegistrationConfig{Unused: time.Hour})
 	req := RegistrationRequest{RedirectURIs: []string{regLoopback}, TokenEndpointAuthMethod: "none"}
 	unused := h.register(t, req, regAddress)
+	req.GrantTypes = []string{"authorization_code", "refresh_token"}
 	used := h.register(t, req, regAddress)
 	p := regParams(used.ClientID, regLoopback)
 	p.Set("scope", "openid offline_access")

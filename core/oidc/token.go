@@ -253,7 +253,9 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		if err := checkPKCE(rec.CodeChallenge, verifier); err != nil {
 			return err
 		}
-		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: rec.Scopes, Resource: rec.Resource, AuthTime: rec.AuthTime}
+		// A client without the refresh_token grant is granted no offline_access
+		// (a code issued before it lost that grant, too): no refresh token.
+		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: cl.withoutRefresh(rec.Scopes), Resource: rec.Resource, AuthTime: rec.AuthTime}
 		if err := cl.checkGranted(g, resources, s.resourcesOf(cl)); err != nil {
 			return err
 		}
@@ -266,7 +268,7 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		}
 		// The grant and its first refresh token id are written with the code's use:
 		// one synced commit per exchange.
-		if slices.Contains(rec.Scopes, ScopeOfflineAccess) {
+		if slices.Contains(g.Scopes, ScopeOfflineAccess) && cl.allowsGrant(grantRefreshToken) {
 			g.RefreshJTI = refreshJTI
 		}
 		if err := s.putGrant(txn, grantID, g, s.grantTTL(g)); err != nil {
@@ -281,7 +283,7 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		if g.RefreshJTI != "" {
 			refreshExp = g.ExpiresAt
 		}
-		ahead = s.signAhead(cl, grantID, clientID, rec.HumanID, rec.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
+		ahead = s.signAhead(cl, grantID, clientID, rec.HumanID, g.Scopes, g.Resource, rec.AuthTime, rec.Nonce, g.RefreshJTI, refreshExp)
 		return nil
 	})
 	if err != nil {

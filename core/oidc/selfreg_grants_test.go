@@ -1,0 +1,87 @@
+package oidc
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestRegisteredGrantTypesEnforced: a self-registered client gets only the
+// grants it registered (RFC 7591 2), as Hydra decides: one registered for
+// authorization_code alone gets no refresh token (offline_access is dropped from
+// what it is granted) and the token endpoint refuses it refresh_token and
+// jwt-bearer with unauthorized_client; one registered with refresh_token
+// refreshes.
+func TestRegisteredGrantTypesEnforced(t *testing.T) {
+	h := newHarness(t)
+	h.openRegistration(RegistrationConfig{})
+	codeOnly := h.register(t, RegistrationRequest{RedirectURIs: []string{regLoopback}, TokenEndpointAuthMethod: "none"}, regAddress)
+	if strings.Join(codeOnly.GrantTypes, " ") != "authorization_code" {
+		t.Fatalf("grant_types answered = %v; want the default, authorization_code", codeOnly.GrantTypes)
+	}
+	if ci, err := h.svc.Clients().Get(context.Background(), codeOnly.ClientID); err != nil || strings.Join(ci.GrantTypes, " ") != "authorization_code" {
+		t.Fatalf("the admin view = %+v, %v; want grant_types [authorization_code]", ci, err)
+	}
+	p := regParams(codeOnly.ClientID, regLoopback)
+	p.Set("scope", "openid offline_access")
+	l := h.login(t, p, "alice")
+	resp, err := h.token("grant_type", "authorization_code", "client_id", codeOnly.ClientID, "code", l.code,
+		"redirect_uri", regLoopback, "code_verifier", spaVerifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.RefreshToken != "" || resp.Scope != "openid" {
+		t.Fatalf("a client registered for authorization_code alone got scope %q and a refresh token %v; want openid and none",
+			resp.Scope, resp.RefreshToken != "")
+	}
+	for _, grant := range []string{"refresh_token", GrantTypeJWTBearer} {
+		_, err := h.token("grant_type", grant, "client_id", codeOnly.ClientID, "refresh_token", "x", "assertion", "x")
+		if oe := wantError(t, err, ErrUnauthorizedClient); !strings.Contains(oe.Description, grant) {
+			t.Errorf("%s: error_description %q does not name the grant", grant, oe.Description)
+		}
+	}
+
+	both := h.register(t, RegistrationRequest{RedirectURIs: []string{regLoopback}, TokenEndpointAuthMethod: "none",
+		GrantTypes: []string{"authorization_code", "refresh_token"}}, regAddress)
+	p = regParams(both.ClientID, regLoopback)
+	p.Set("scope", "openid offline_access")
+	l = h.login(t, p, "alice")
+	resp, err = h.token("grant_type", "authorization_code", "client_id", both.ClientID, "code", l.code,
+		"redirect_uri", regLoopback, "code_verifier", spaVerifier)
+	if err != nil || resp.RefreshToken == "" {
+		t.Fatalf("a client registered with refresh_token: %+v, %v; want a refresh token", resp, err)
+	}
+	if _, err := h.token("grant_type", "refresh_token", "client_id", both.ClientID, "refresh_token", resp.RefreshToken); err != nil {
+		t.Fatalf("refresh of a client registered with refresh_token: %v", err)
+	}
+	_, err = h.token("grant_type", GrantTypeJWTBearer, "client_id", both.ClientID, "assertion", "x")
+	wantError(t, err, ErrUnauthorizedClient)
+}
+
+// TestMetadataDocumentGrantTypes: a client ID metadata document that lists its
+// grant_types gets those only; one that lists none keeps every grant.
+func TestMetadataDocumentGrantTypes(t *testing.T) {
+	h := newHarness(t)
+	const listed, unlisted = "https://a.example.test/code-only", "https://a.example.test/unlisted"
+	h.svc.clients.metadata = &fakeDocs{docs: map[string]string{
+		listed:   `{"client_id":"` + listed + `","redirect_uris":["` + regLoopback + `"],"grant_types":["authorization_code"]}`,
+		unlisted: `{"client_id":"` + unlisted + `","redirect_uris":["` + regLoopback + `"]}`,
+	}}
+	for _, tc := range []struct {
+		id      string
+		refresh bool
+	}{{listed, false}, {unlisted, true}} {
+		p := regParams(tc.id, regLoopback)
+		p.Set("scope", "openid offline_access")
+		l := h.login(t, p, "alice")
+		resp, err := h.token("grant_type", "authorization_code", "client_id", tc.id, "code", l.code,
+			"redirect_uri", regLoopback, "code_verifier", spaVerifier)
+		if err != nil || (resp.RefreshToken != "") != tc.refresh {
+			t.Fatalf("%s: %+v, %v; want a refresh token: %v", tc.id, resp, err, tc.refresh)
+		}
+		if !tc.refresh {
+			_, err := h.token("grant_type", "refresh_token", "client_id", tc.id, "refresh_token", "x")
+			wantError(t, err, ErrUnauthorizedClient)
+		}
+	}
+}
