@@ -33,7 +33,7 @@ func TestRegisterRoute(t *testing.T) {
 	}
 	m := decode(t, w)
 	id, _ := m["client_id"].(string)
-	if id == "" || m["client_secret"] == "" || m["client_secret_expires_at"] != float64(0) || m["client_id_issued_at"] != float64(testStart.Unix()) ||
+	if id == "" || m["client_secret"] == "" || m["client_secret_expires_at"] != float64(testStart.Add(oidc.DefaultRegistrationUnused).Unix()) || m["client_id_issued_at"] != float64(testStart.Unix()) ||
 		m["client_name"] != "My MCP Client" || m["token_endpoint_auth_method"] != "client_secret_post" {
 		t.Fatalf("registration answer = %v", m)
 	}

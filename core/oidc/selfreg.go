@@ -169,8 +169,13 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 		RedirectURIs: info.RedirectURIs, TokenEndpointAuthMethod: method, GrantTypes: grants, ResponseTypes: responses,
 	}
 	if secret != "" {
-		zero := int64(0)
-		out.ClientSecret, out.ClientSecretExpiresAt = secret, &zero
+		// The secret works as long as the registration: it lapses at ExpiresAt
+		// unless a token is issued to the client first, each of which keeps it
+		// refresh_token_ttl from then. 0 ("never", RFC 7591 3.2.1) would be false
+		// of an unused one; RFC 7592, which could tell the later date, is not
+		// served, so a client that goes by this date registers again after it.
+		lapse := info.ExpiresAt.Unix()
+		out.ClientSecret, out.ClientSecretExpiresAt = secret, &lapse
 	}
 	return out, nil
 }

@@ -84,16 +84,23 @@ func TestRegisterPublicAndLogin(t *testing.T) {
 }
 
 // TestRegisterConfidential: client_secret_post (the TS SDK's example) and the
-// RFC's default client_secret_basic get a secret that does not expire, which
-// the token endpoint takes.
+// RFC's default client_secret_basic get a secret, which the token endpoint
+// takes. Its client_secret_expires_at is when the registration lapses unless
+// used (fourth review: it said 0, "never", of a secret that stops working with
+// its unused registration after a day).
 func TestRegisterConfidential(t *testing.T) {
 	h := newHarness(t)
 	h.openRegistration(RegistrationConfig{})
 	for _, method := range []string{"client_secret_post", ""} {
 		out := h.register(t, RegistrationRequest{RedirectURIs: []string{regLoopback}, TokenEndpointAuthMethod: method}, regAddress)
 		want := orDefault(method, "client_secret_basic")
-		if out.ClientSecret == "" || out.ClientSecretExpiresAt == nil || *out.ClientSecretExpiresAt != 0 || out.TokenEndpointAuthMethod != want {
-			t.Fatalf("%q registration = %+v; want a secret, expiring at 0, method %s", method, out, want)
+		lapse := h.clock.Now().Add(DefaultRegistrationUnused).Unix()
+		if out.ClientSecret == "" || out.ClientSecretExpiresAt == nil || *out.ClientSecretExpiresAt != lapse || out.TokenEndpointAuthMethod != want {
+			t.Fatalf("%q registration = %+v (client_secret_expires_at %d); want a secret, expiring at %d (the registration's lapse), method %s",
+				method, out, deref(out.ClientSecretExpiresAt), lapse, want)
+		}
+		if rec := h.rawRecord(t, out.ClientID); rec.ExpiresAt.Unix() != lapse {
+			t.Fatalf("the record lapses at %v; want %d, as answered", rec.ExpiresAt, lapse)
 		}
 		if out.ClientName != "localhost" {
 			t.Fatalf("client_name = %q; want the redirect URI's host when none is given", out.ClientName)
@@ -223,6 +230,13 @@ func TestRegistrationLapses(t *testing.T) {
 	if ttl := h.svc.clients.recordTTL(h.rawRecord(t, unused.ClientID).ExpiresAt); ttl != time.Hour {
 		t.Fatalf("store TTL of a lapsed record = %v; want the hour of margin", ttl)
 	}
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
 
 // rawRecord reads a dynamic client's stored record.
