@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/palmgate/palmgate/core/bearer"
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
@@ -209,7 +210,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 // handleUserinfo answers the claims of the bearer token's subject: `sub`, and the
 // pseudonymous preferred_username when the token has scope profile.
 func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
-	claims, err := CheckBearer(r, s.oidc.AccessVerifier(), "", []string{oidc.ScopeOpenID})
+	claims, err := s.userinfoClaims(w, r)
 	if err != nil {
 		writeChallenge(w, Realm, err, s.logger)
 		return
@@ -219,6 +220,34 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 		body[k] = v
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// userinfoClaims checks the access token of a userinfo request: in the
+// Authorization header, or, in a POST, as the form body's access_token (RFC 6750
+// 2.2; OIDC Core 5.3.1 takes POST, and the conformance suite sends it so). Never
+// both, nor twice (RFC 6750 2: one method per request): invalid_request.
+func (s *Server) userinfoClaims(w http.ResponseWriter, r *http.Request) (*bearer.Claims, error) {
+	scopes := []string{oidc.ScopeOpenID}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); r.Method == http.MethodPost && mt == "application/x-www-form-urlencoded" {
+		params, err := formParams(w, r)
+		if err != nil {
+			return nil, err
+		}
+		if tokens := params["access_token"]; len(tokens) > 0 {
+			switch {
+			case len(tokens) > 1:
+				return nil, fault.New(fault.Invalid, bearer.CodeInvalidRequest, "access_token is given more than once")
+			case len(r.Header.Values("Authorization")) > 0:
+				return nil, fault.New(fault.Invalid, bearer.CodeInvalidRequest, "the request sends an access token both in the Authorization header and in the body")
+			}
+			token := tokens[0]
+			if len(token) > 8<<10 {
+				token = ""
+			}
+			return s.oidc.AccessVerifier().Check(r.Context(), token, "", scopes)
+		}
+	}
+	return CheckBearer(r, s.oidc.AccessVerifier(), "", scopes)
 }
 
 // bearerToken reads `Authorization: Bearer <token>` (RFC 6750 2.1).
