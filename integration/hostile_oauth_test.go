@@ -384,7 +384,12 @@ func hostileBearerCases(f *hostileFixture) []*hostileCase {
 		)
 	}
 	cases = append(cases,
-		hx("userinfo: token in a form body", "POST", "/oauth2/userinfo").form("access_token="+f.tokens.access).bearer(401, "invalid_request", bare),
+		// A POST's form body may carry the token (RFC 6750 2.2; fourth review), but
+		// not beside a header's, nor twice.
+		hx("userinfo: garbage token in a form body", "POST", "/oauth2/userinfo").form("access_token=garbage").bearer(401, "invalid_token", `error="invalid_token"`),
+		hx("userinfo: token in a form body and the header", "POST", "/oauth2/userinfo").form("access_token="+f.tokens.access).
+			hdr("Authorization", "Bearer "+f.tokens.access).bearer(400, "invalid_request", `error="invalid_request"`),
+		hx("userinfo: two tokens in a form body", "POST", "/oauth2/userinfo").form("access_token="+f.tokens.access+"&access_token=garbage").bearer(400, "invalid_request", `error="invalid_request"`),
 	)
 	// A real token without the scope the gateway asks for.
 	for _, s := range []struct{ name, query string }{
