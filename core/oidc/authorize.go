@@ -318,6 +318,9 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	if err != nil {
 		return nil, err
 	}
+	if actor != "" && !cl.allowsGrant(GrantTypeJWTBearer) { // the grant it asks for serves that grant only
+		return nil, oauthError(ErrUnauthorizedClient, "requested_actor: the client is not registered for the grant type %s", GrantTypeJWTBearer)
+	}
 	if actor != "" && slices.Contains(prompt, "none") {
 		return nil, oauthError(ErrLoginRequired, "letting an agent act for a person needs a palm scan: not with prompt=none")
 	}

@@ -41,6 +41,15 @@ func TestRegisteredGrantTypesEnforced(t *testing.T) {
 		}
 	}
 
+	// requested_actor asks for an agent grant that only the jwt-bearer grant
+	// uses: refused back to the client, nothing recorded.
+	p = regParams(codeOnly.ClientID, regLoopback)
+	p.Set(RequestedActorParam, "alice-bot")
+	_, err = h.svc.Authorize(context.Background(), p, testBrowser)
+	if oe := wantError(t, err, ErrUnauthorizedClient); oe.RedirectURI != regLoopback {
+		t.Fatalf("requested_actor of a client without jwt-bearer: %+v; want unauthorized_client back to the client", oe)
+	}
+
 	both := h.register(t, RegistrationRequest{RedirectURIs: []string{regLoopback}, TokenEndpointAuthMethod: "none",
 		GrantTypes: []string{"authorization_code", "refresh_token"}}, regAddress)
 	p = regParams(both.ClientID, regLoopback)
