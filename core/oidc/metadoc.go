@@ -132,8 +132,8 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 		grants = doc.GrantTypes
 	}
 	for _, g := range grants {
-		if g != "authorization_code" && g != "refresh_token" {
-			return nil, metaErr(id, "grant_types: authorization_code and refresh_token only, got %.50q", g)
+		if !slices.Contains(GrantTypes, g) {
+			return nil, metaErr(id, "grant_types: authorization_code, refresh_token and %s only, got %.50q", GrantTypeJWTBearer, g)
 		}
 	}
 	if len(doc.ResponseTypes) > 0 && !slices.Equal(doc.ResponseTypes, []string{"code"}) {

@@ -32,7 +32,8 @@ import (
 // A registration names only what RFC 7591 needs here: redirect_uris, client_name,
 // token_endpoint_auth_method (none: public; client_secret_basic, the RFC's
 // default, or client_secret_post: confidential, with a secret shown once),
-// grant_types (authorization_code, refresh_token) and response_types (code).
+// grant_types (authorization_code, with refresh_token and the agents' jwt-bearer
+// if it asks for them: its only grants) and response_types (code).
 // Other metadata (logo_uri, client_uri, contacts, ...) is ignored, never shown: a
 // logo or a link chosen by an anonymous registrant has no place on the consent
 // screen.
@@ -117,8 +118,8 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 		grants = []string{"authorization_code"}
 	}
 	for _, g := range grants {
-		if g != "authorization_code" && g != "refresh_token" {
-			return nil, regError(ErrInvalidClientMetadata, "grant_types: authorization_code and refresh_token only, got %.50q", g)
+		if !slices.Contains(GrantTypes, g) {
+			return nil, regError(ErrInvalidClientMetadata, "grant_types: authorization_code, refresh_token and %s only, got %.50q", GrantTypeJWTBearer, g)
 		}
 	}
 	if !slices.Contains(grants, "authorization_code") {

@@ -94,3 +94,31 @@ func TestMetadataDocumentGrantTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisterJWTBearerGrant: a client may register the agents' jwt-bearer grant
+// beside authorization_code (the consent comes through the authorization
+// request), and then asks for an agent with requested_actor; the token endpoint
+// serves it that grant (refused here for the assertion or the harness's
+// missing agent registry, not for the client).
+func TestRegisterJWTBearerGrant(t *testing.T) {
+	h := newHarness(t)
+	h.openRegistration(RegistrationConfig{})
+	out := h.register(t, RegistrationRequest{RedirectURIs: []string{regLoopback}, TokenEndpointAuthMethod: "none",
+		GrantTypes: []string{"authorization_code", GrantTypeJWTBearer}}, regAddress)
+	if strings.Join(out.GrantTypes, " ") != "authorization_code "+GrantTypeJWTBearer {
+		t.Fatalf("grant_types answered = %v", out.GrantTypes)
+	}
+	p := regParams(out.ClientID, regLoopback)
+	p.Set(RequestedActorParam, "alice-bot")
+	h.authorize(t, p)
+	_, err := h.token("grant_type", GrantTypeJWTBearer, "client_id", out.ClientID, "assertion", "x")
+	if oe, ok := asOAuthErr(err); !ok || oe.Code == ErrUnauthorizedClient {
+		t.Fatalf("jwt-bearer of a client registered for it = %v; want a refusal of the assertion, not of the client", err)
+	}
+	_, err = h.token("grant_type", "refresh_token", "client_id", out.ClientID, "refresh_token", "x")
+	wantError(t, err, ErrUnauthorizedClient)
+	if _, err := h.svc.Register(context.Background(), RegistrationRequest{RedirectURIs: []string{regLoopback},
+		GrantTypes: []string{GrantTypeJWTBearer}}, regAddress); err == nil {
+		t.Fatal("a registration without authorization_code was accepted")
+	}
+}
