@@ -22,7 +22,9 @@ import (
 //     the portal's name rules;
 //   - it is a public client (token_endpoint_auth_method none, or absent): the
 //     draft forbids shared secrets, and palmgate verifies no client keys;
-//   - its grant_types and response_types, if any, are of the code flow.
+//   - its grant_types, if any, are its only grants (authorization_code among
+//     them, refresh_token and jwt-bearer as it lists them); its response_types,
+//     if any, are code.
 //
 // Such a client is self-registered on the consent screen, with the host of its
 // URL (MetadataNotice); its pairwise subjects are its own (sector: the URL).
@@ -135,6 +137,9 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 		if !slices.Contains(GrantTypes, g) {
 			return nil, metaErr(id, "grant_types: authorization_code, refresh_token and %s only, got %.50q", GrantTypeJWTBearer, g)
 		}
+	}
+	if grants != nil && !slices.Contains(grants, grantAuthorizationCode) {
+		return nil, metaErr(id, "grant_types must include authorization_code")
 	}
 	if len(doc.ResponseTypes) > 0 && !slices.Equal(doc.ResponseTypes, []string{"code"}) {
 		return nil, metaErr(id, "response_types: code only")

@@ -69,15 +69,16 @@ func TestMetadataDocumentRefusals(t *testing.T) {
 		return `{"redirect_uris":["` + regLoopback + `"]` + fields + `}`
 	}
 	docs := &fakeDocs{docs: map[string]string{
-		"https://a.example.test/other": doc(`,"client_id":"https://a.example.test/c.json"`),
-		"https://a.example.test/none":  doc(``),
-		"https://a.example.test/post":  doc(`,"client_id":"https://a.example.test/post","token_endpoint_auth_method":"client_secret_post"`),
-		"https://a.example.test/sec":   doc(`,"client_id":"https://a.example.test/sec","client_secret":"x"`),
-		"https://a.example.test/bidi":  doc(`,"client_id":"https://a.example.test/bidi","client_name":"Good \u202eppA"`),
-		"https://a.example.test/http":  `{"client_id":"https://a.example.test/http","redirect_uris":["http://evil.example/cb"]}`,
-		"https://a.example.test/nouri": `{"client_id":"https://a.example.test/nouri"}`,
-		"https://a.example.test/grant": doc(`,"client_id":"https://a.example.test/grant","grant_types":["client_credentials"]`),
-		"https://a.example.test/array": `[]`,
+		"https://a.example.test/other":  doc(`,"client_id":"https://a.example.test/c.json"`),
+		"https://a.example.test/none":   doc(``),
+		"https://a.example.test/post":   doc(`,"client_id":"https://a.example.test/post","token_endpoint_auth_method":"client_secret_post"`),
+		"https://a.example.test/sec":    doc(`,"client_id":"https://a.example.test/sec","client_secret":"x"`),
+		"https://a.example.test/bidi":   doc(`,"client_id":"https://a.example.test/bidi","client_name":"Good \u202eppA"`),
+		"https://a.example.test/http":   `{"client_id":"https://a.example.test/http","redirect_uris":["http://evil.example/cb"]}`,
+		"https://a.example.test/nouri":  `{"client_id":"https://a.example.test/nouri"}`,
+		"https://a.example.test/grant":  doc(`,"client_id":"https://a.example.test/grant","grant_types":["client_credentials"]`),
+		"https://a.example.test/nocode": doc(`,"client_id":"https://a.example.test/nocode","grant_types":["refresh_token"]`),
+		"https://a.example.test/array":  `[]`,
 	}}
 	h.svc.clients.metadata = docs
 	for id, why := range map[string]string{
@@ -89,6 +90,7 @@ func TestMetadataDocumentRefusals(t *testing.T) {
 		"https://a.example.test/http":                                           "https",
 		"https://a.example.test/nouri":                                          "no redirect_uris",
 		"https://a.example.test/grant":                                          "grant_types",
+		"https://a.example.test/nocode":                                         "authorization_code",
 		"https://a.example.test/array":                                          "not a JSON object",
 		"https://a.example.test/missing":                                        "larger than",
 		"https://a.example.test":                                                "must have a path",
