@@ -97,3 +97,31 @@ func frameAncestorSource(uri string) string {
 	}
 	return u.Scheme + "://" + u.Host
 }
+
+// confirmRedirect answers an authorization error of a client an anonymous
+// registrant described (oidc.RedirectError.Confirm): a 400 page that says the
+// request was refused and names the host it would go back to, whose one link
+// goes on with the error. An automatic redirect would take anyone's link to
+// palmgate on to any page its registrant chose, under the issuer's name (RFC 9700
+// 4.11.2). The link is the answer in query mode, also for form_post: a person's
+// click is a GET.
+func (s *Server) confirmRedirect(w http.ResponseWriter, r *http.Request, back *oidc.RedirectError) {
+	answer := back.Redirect(s.oidc.Issuer())
+	answer.Mode = oidc.ResponseModeQuery
+	host := back.RedirectURI
+	if u, err := url.Parse(back.RedirectURI); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	host = boundRunes(host, 100)
+	setNoStore(w)
+	s.renderErrorPage(w, r, http.StatusBadRequest, errorPageData{
+		Title: "Sign-in refused", StatusClass: "bad",
+		What: "The sign-in request that brought you here was refused before you were asked anything.",
+		Todo: []string{
+			"It came from an application that registered itself with this service, not with its operator, and asks to be answered at " + host + ".",
+			"Continue only if you know " + host + " and meant to sign in there; otherwise close this page.",
+		},
+		ActionURL: answer.URL(), ActionText: "Continue to " + host,
+		Code: back.Fault.Code, Detail: boundRunes(back.Fault.Message, maxDetailRunes),
+	})
+}

@@ -60,6 +60,10 @@ func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 	case oidc.IsOAuthCode(f.Code):
 		var back *oidc.RedirectError
 		if errors.As(err, &back) {
+			if back.Confirm {
+				s.confirmRedirect(w, r, back)
+				return
+			}
 			s.answerClient(w, r, back.Redirect(s.oidc.Issuer()))
 			return
 		}

@@ -192,7 +192,7 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 		return nil, fault.Of(ErrRedirectURINotRegistered, "redirect_uri is not registered for this client")
 	}
 	// From here on every refusal goes back to the client.
-	back := &RedirectError{RedirectURI: redirectURI, ResponseMode: ResponseModeQuery}
+	back := &RedirectError{RedirectURI: redirectURI, ResponseMode: ResponseModeQuery, Confirm: cl.anonymous}
 	if states := params["state"]; len(states) == 1 && len(states[0]) <= MaxStateLen {
 		back.State = states[0]
 	}

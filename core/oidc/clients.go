@@ -87,6 +87,9 @@ type client struct {
 	// for CORS, canonical (originsOf).
 	public  bool
 	origins []string
+	// anonymous: its redirect URIs are an anonymous registrant's (RFC 7591, a
+	// metadata document), so its errors are not redirected unseen (RedirectError).
+	anonymous bool
 	// grantTypes are the grants the token endpoint serves it: a self-registered
 	// client's registered ones (RFC 7591 2); nil, every grant (GrantTypes).
 	grantTypes []string

@@ -69,6 +69,12 @@ type RedirectError struct {
 	RedirectURI  string
 	State        string
 	ResponseMode string
+	// Confirm: the redirect_uri is whatever an anonymous registrant chose (RFC
+	// 7591, a client ID metadata document), and no one has signed in yet. Sent
+	// there at once, the issuer's origin would be an open redirector (RFC 9700
+	// 4.11.2): the edge shows the refusal and the host to the person, who may
+	// follow it on.
+	Confirm bool
 }
 
 func (e *RedirectError) Error() string { return e.Fault.Code + ": " + e.Fault.Message }

@@ -166,6 +166,6 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 		idTokenAlg: IDTokenAlgs[0], accessTokenAudience: AudienceBaseURL,
 		public: true, loopbackAnyPort: true,
 		origins:    originsOf(true, nil, spec.RedirectURIs), // a public client's: its redirect URIs'
-		grantTypes: grants,
+		grantTypes: grants, anonymous: true,
 	}, nil
 }

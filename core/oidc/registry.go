@@ -227,7 +227,7 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
 		accessTokenAudience: orDefault(rec.AccessTokenAudience, AudienceBaseURL),
 		public:              rec.Public, origins: rec.origins(),
-		grantTypes: rec.GrantTypes,
+		grantTypes: rec.GrantTypes, anonymous: rec.SelfRegistered,
 	}
 }
 
