@@ -361,37 +361,6 @@ func checkMaxAge(params url.Values) (int, error) {
 	return n, nil
 }
 
-// parseScopes parses the scope of an authorization request. A request for a
-// resource (RFC 8707) is an OAuth request, not necessarily an OpenID one: an MCP
-// client asks for a token for its server and may leave openid out (it then gets
-// an access token and no ID token). Without a resource, openid is required.
-func parseScopes(raw string, forResource bool) ([]string, error) {
-	scopes, err := parseScopeList(raw)
-	if err != nil {
-		return nil, err
-	}
-	if !forResource && !slices.Contains(scopes, ScopeOpenID) {
-		return nil, oauthError(ErrInvalidScope, "scope must include openid (or the request must name a resource)")
-	}
-	return scopes, nil
-}
-
-// parseScopeList parses a `scope` parameter into sorted, distinct, valid scope
-// tokens, openid or not (a refresh may narrow to scopes without it, RFC 6749 6).
-func parseScopeList(raw string) ([]string, error) {
-	scopes := strings.Fields(raw)
-	if len(scopes) > maxScopes {
-		return nil, oauthError(ErrInvalidScope, "at most %d scopes", maxScopes)
-	}
-	for _, sc := range scopes {
-		if len(sc) > maxScopeLen || !scopeToken.MatchString(sc) {
-			return nil, oauthError(ErrInvalidScope, "scope %.64q is not a valid scope token", sc)
-		}
-	}
-	slices.Sort(scopes)
-	return slices.Compact(scopes), nil
-}
-
 func (s *Service) putAuthRequest(txn storage.Txn, ar *AuthRequest) error {
 	b, err := json.Marshal(ar)
 	if err != nil {
