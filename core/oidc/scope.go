@@ -64,10 +64,56 @@ func resource(resources, allowed []string) (string, error) {
 		return "", oauthError(ErrInvalidTarget, "at most one resource per request")
 	case !ValidResource(resources[0]):
 		return "", oauthError(ErrInvalidTarget, "resource must be an absolute URI without a fragment")
-	case !slices.Contains(allowed, resources[0]):
-		return "", oauthError(ErrInvalidTarget, "resource %.200q is not allowed for this client", resources[0])
 	}
-	return resources[0], nil
+	if i := slices.IndexFunc(allowed, func(a string) bool { return sameResource(a, resources[0]) }); i >= 0 {
+		return allowed[i], nil // the configured spelling: the aud the bearer site compares
+	}
+	return "", oauthError(ErrInvalidTarget, "resource %.200q is not allowed for this client", resources[0])
+}
+
+// sameResource reports whether a and b name one resource: equal, or equal once
+// scheme and host are lower case, a default port is dropped and an empty path is
+// "/" (RFC 3986 6.2.2.1, 6.2.3), the forms `new URL(...).href` writes (the MCP
+// TypeScript SDK sends the resource so: https://mcp.example becomes
+// https://mcp.example/). Nothing else is normalised: another path, query or
+// port is another resource.
+func sameResource(a, b string) bool {
+	if a == b {
+		return true
+	}
+	na, ok := normalResource(a)
+	if !ok {
+		return false
+	}
+	nb, ok := normalResource(b)
+	return ok && na == nb
+}
+
+// normalResource is the normal form of an http(s) resource URI, for sameResource.
+func normalResource(uri string) (string, bool) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Opaque != "" || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Host)
+	switch scheme {
+	case "https":
+		host = strings.TrimSuffix(host, ":443")
+	case "http":
+		host = strings.TrimSuffix(host, ":80")
+	default:
+		return "", false
+	}
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	q := ""
+	if u.ForceQuery || u.RawQuery != "" {
+		q = "?" + u.RawQuery
+	}
+	return scheme + "://" + host + p + q, true
 }
 
 // checkGranted checks a token request against its grant: the client must still be
@@ -80,7 +126,7 @@ func (cl *client) checkGranted(g *grant, asked, allowed []string) error {
 			return oauthError(ErrInvalidScope, "scope %.64q is no longer allowed for this client", sc)
 		}
 	}
-	if g.Resource != "" && !slices.Contains(allowed, g.Resource) {
+	if g.Resource != "" && !slices.ContainsFunc(allowed, func(a string) bool { return sameResource(a, g.Resource) }) {
 		return oauthError(ErrInvalidTarget, "resource %.200q is no longer allowed for this client", g.Resource)
 	}
 	switch {
@@ -90,7 +136,7 @@ func (cl *client) checkGranted(g *grant, asked, allowed []string) error {
 		return oauthError(ErrInvalidTarget, "at most one resource per request")
 	case g.Resource == "":
 		return oauthError(ErrInvalidTarget, "no resource was granted; ask for it in the authorization request")
-	case asked[0] != g.Resource:
+	case !sameResource(asked[0], g.Resource):
 		return oauthError(ErrInvalidTarget, "resource %.200q was not granted", asked[0])
 	}
 	return nil
