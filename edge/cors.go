@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/palmgate/palmgate/core/oidc"
 )
 
 // CORS for browser apps (issue 21). A single-page app calls discovery, the JWKS,
@@ -17,10 +19,18 @@ import (
 //     hides the answer from the page).
 //   - Never `*` and never Access-Control-Allow-Credentials: the allowed origin is
 //     echoed, with Vary: Origin, and no endpoint here reads cookies.
-//   - Discovery, the JWKS and userinfo answer for the union of every client's
-//     allowed origins: discovery and the JWKS are public, and userinfo's preflight
-//     carries neither a token nor a client_id, so it cannot be matched to a client
-//     (the token itself is the credential; a page that holds none learns nothing).
+//   - (Fourth review) The public documents (discovery at its three paths, RFC
+//     9728 resource metadata, the JWKS) and the registration endpoint answer any
+//     origin: they carry no credential and any server reads them anyway, and a
+//     browser app whose origin no configured client lists (a client ID metadata
+//     document's, an MCP client before it registers) must read them first. The
+//     union of the clients' origins, which they answered before, could never
+//     list a document's origin.
+//   - Userinfo answers any origin's preflight (it carries no token, so it cannot
+//     be matched to a client) and its errors (they tell a page only about its own
+//     request), but its claims only to an origin the token's client allows, as
+//     Keycloak does: a page of another client, or a foreign page that got hold of
+//     the token, cannot read them.
 //   - The token and revocation endpoints answer for the origins of the client the
 //     form names (client_id, or Basic credentials): errors before the client is
 //     known carry the union's headers, so the app can read them.
@@ -46,6 +56,39 @@ func (s *Server) corsUnion(methods string, h http.HandlerFunc) http.HandlerFunc 
 			return
 		}
 		h(w, r)
+	}
+}
+
+// corsAny serves h with the CORS headers for any origin (an http(s) origin in
+// canonical form: not `null`), and answers its preflight; methods are the route's.
+func corsAny(methods string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Vary", "Origin")
+		if origin := r.Header.Get("Origin"); origin != "" && oidc.CanonicalOrigin(origin) == origin {
+			setCORS(w, origin)
+		}
+		if r.Method == http.MethodOptions {
+			answerPreflight(w, r, methods)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// tokenOrigin keeps the CORS headers of an answer carrying what a token gives
+// (userinfo's claims) only when the request's origin is one the token's client
+// allows, or palmgate's own.
+func (s *Server) tokenOrigin(w http.ResponseWriter, r *http.Request, clientID string) {
+	origin := r.Header.Get("Origin")
+	if origin == "" || origin == s.issuerOrigin() {
+		return
+	}
+	ok, err := s.oidc.Clients().ClientOriginAllowed(r.Context(), clientID, origin)
+	if err != nil {
+		s.logger.Warn("palmgate: reading the client's allowed origins failed", zap.Error(err))
+	}
+	if !ok {
+		clearCORS(w)
 	}
 }
 
@@ -131,6 +174,16 @@ func (s *Server) issuerOrigin() string {
 
 // withCORS wraps a route's handlers in corsUnion and adds its preflight (OPTIONS).
 func (s *Server) withCORS(methods map[string]http.HandlerFunc) map[string]http.HandlerFunc {
+	return corsRoute(methods, s.corsUnion)
+}
+
+// withOpenCORS wraps a route's handlers in corsAny and adds its preflight.
+func withOpenCORS(methods map[string]http.HandlerFunc) map[string]http.HandlerFunc {
+	return corsRoute(methods, corsAny)
+}
+
+// corsRoute wraps a route's handlers in wrap and adds its preflight (OPTIONS).
+func corsRoute(methods map[string]http.HandlerFunc, wrap func(string, http.HandlerFunc) http.HandlerFunc) map[string]http.HandlerFunc {
 	names := make([]string, 0, len(methods)+1)
 	for m := range methods {
 		names = append(names, m)
@@ -140,9 +193,9 @@ func (s *Server) withCORS(methods map[string]http.HandlerFunc) map[string]http.H
 	allow := strings.Join(names, ", ")
 	out := make(map[string]http.HandlerFunc, len(methods)+1)
 	for m, h := range methods {
-		out[m] = s.corsUnion(allow, h)
+		out[m] = wrap(allow, h)
 	}
-	out[http.MethodOptions] = s.corsUnion(allow, nil)
+	out[http.MethodOptions] = wrap(allow, nil)
 	return out
 }
 

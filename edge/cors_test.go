@@ -131,7 +131,8 @@ func toStrings(v any) []string {
 
 // TestCORSPerEndpoint: each CORS endpoint echoes an allowed origin (with Vary:
 // Origin) on its answers, errors included, and gives a refused origin no CORS
-// header at all.
+// header at all; the public documents and userinfo's errors answer any origin
+// (fourth review, TestBrowserClientsOfAnyOrigin).
 func TestCORSPerEndpoint(t *testing.T) {
 	e := newEnv(t, withSPA)
 	tokens := e.postForm(t, "/oauth2/token", spaCodeForm(e.spaCode(t)), nil)
@@ -182,7 +183,13 @@ func TestCORSPerEndpoint(t *testing.T) {
 			if w.Code != c.status && !strings.HasPrefix(c.name, "token") && c.name != "revoke" {
 				t.Errorf("a refused origin changed the status to %d", w.Code)
 			}
-			wantCORS(t, w, "")
+			// (Fourth review) The public documents and userinfo's errors answer any
+			// origin; userinfo's claims, the token and revocation endpoints do not.
+			if open := c.name == "discovery" || c.name == "jwks" || c.status == 401 && c.name != "token without client_id (401)"; open {
+				wantCORS(t, w, evilOrigin)
+			} else {
+				wantCORS(t, w, "")
+			}
 			w = e.do(t, c.rq("null"))
 			wantCORS(t, w, "")
 		})
@@ -195,7 +202,8 @@ func TestCORSPerEndpoint(t *testing.T) {
 
 // TestCORSPreflight: OPTIONS answers 204 with the methods and headers for an
 // allowed origin (userinfo's allows Authorization, whatever client the page is
-// of), and no CORS header for another.
+// of), and no CORS header for another at the token and revocation endpoints;
+// the public documents' and userinfo's answer any origin (fourth review).
 func TestCORSPreflight(t *testing.T) {
 	e := newEnv(t, withSPA)
 	for path, methods := range map[string]string{
@@ -223,7 +231,11 @@ func TestCORSPreflight(t *testing.T) {
 		}
 		w = preflight(evilOrigin)
 		wantStatus(t, w, http.StatusNoContent)
-		wantCORS(t, w, "")
+		if path == "/oauth2/token" || path == "/oauth2/revoke" {
+			wantCORS(t, w, "")
+		} else { // (fourth review) public documents, and userinfo's preflight carries no token
+			wantCORS(t, w, evilOrigin)
+		}
 	}
 	// A path that is no CORS endpoint keeps answering OPTIONS 405.
 	w := e.do(t, req{method: http.MethodOptions, target: "/oauth2/introspect", header: fromOrigin(spaOrigin)})

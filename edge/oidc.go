@@ -219,6 +219,7 @@ func (s *Server) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 		writeChallenge(w, Realm, err, s.logger)
 		return
 	}
+	s.tokenOrigin(w, r, claims.ClientID) // the claims only to the token's client's pages (cors.go)
 	body := map[string]string{"sub": claims.Subject}
 	for k, v := range oidc.ProfileClaims(claims.Subject, strings.Fields(claims.Scope)) {
 		body[k] = v

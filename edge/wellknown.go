@@ -45,10 +45,10 @@ func ownsWellKnown(p string) bool {
 // wellKnownRoutes adds the metadata routes; the mux's catch-all answers the rest
 // of the claimed families with 404.
 func (s *Server) wellKnownRoutes(route func(string, map[string]http.HandlerFunc)) {
-	route(PathASMetadata, s.withCORS(map[string]http.HandlerFunc{"GET": s.handleDiscovery}))
-	route(PathOIDCInserted, s.withCORS(map[string]http.HandlerFunc{"GET": s.handleDiscovery}))
-	route(bearer.WellKnownResource, s.withCORS(map[string]http.HandlerFunc{"GET": s.handleResourceMetadata}))
-	route(bearer.WellKnownResource+"/{path...}", s.withCORS(map[string]http.HandlerFunc{"GET": s.handleResourceMetadata}))
+	route(PathASMetadata, withOpenCORS(map[string]http.HandlerFunc{"GET": s.handleDiscovery}))
+	route(PathOIDCInserted, withOpenCORS(map[string]http.HandlerFunc{"GET": s.handleDiscovery}))
+	route(bearer.WellKnownResource, withOpenCORS(map[string]http.HandlerFunc{"GET": s.handleResourceMetadata}))
+	route(bearer.WellKnownResource+"/{path...}", withOpenCORS(map[string]http.HandlerFunc{"GET": s.handleResourceMetadata}))
 }
 
 // handleResourceMetadata answers the RFC 9728 document of the resource whose

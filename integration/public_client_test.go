@@ -82,7 +82,9 @@ func TestPublicClientLogin(t *testing.T) {
 // TestCORSEndpoints: discovery, JWKS, token, userinfo and revocation answer an
 // allowed origin (a public client's redirect URI's origin, or one of its
 // allowed_origins) with its echo, errors included, and their preflights with 204;
-// an origin not allowed gets no CORS header.
+// an origin not allowed gets no CORS header from the token and revocation
+// endpoints, nor userinfo's claims, while the public documents and userinfo's
+// errors and preflight answer it (fourth review).
 func TestCORSEndpoints(t *testing.T) {
 	t.Parallel()
 	spa := newPublicClient("spa")
@@ -107,8 +109,15 @@ func TestCORSEndpoints(t *testing.T) {
 			}
 			resp := e.do(t, c.method, c.path, body, "Origin", origin, form, formType).ExpectStatus(t, c.status)
 			expectCORS(t, resp, origin)
+			// (Fourth review) The public documents and userinfo's errors answer any
+			// origin; the token and revocation endpoints only the client's.
+			open := c.path != "/oauth2/token" && c.path != "/oauth2/revoke"
 			resp = e.do(t, c.method, c.path, body, "Origin", spaDenied, form, formType)
-			expectCORS(t, resp, "")
+			if open {
+				expectCORS(t, resp, spaDenied)
+			} else {
+				expectCORS(t, resp, "")
+			}
 			pre := e.do(t, "OPTIONS", c.path, nil, "Origin", origin, "Access-Control-Request-Method", c.method,
 				"Access-Control-Request-Headers", "authorization").ExpectStatus(t, http.StatusNoContent)
 			expectCORS(t, pre, origin)
@@ -117,7 +126,11 @@ func TestCORSEndpoints(t *testing.T) {
 				t.Errorf("%s preflight: headers %v", c.name, pre.Header)
 			}
 			pre = e.do(t, "OPTIONS", c.path, nil, "Origin", spaDenied, "Access-Control-Request-Method", c.method).ExpectStatus(t, http.StatusNoContent)
-			expectCORS(t, pre, "")
+			if open {
+				expectCORS(t, pre, spaDenied)
+			} else {
+				expectCORS(t, pre, "")
+			}
 		}
 	}
 	// The token endpoint from a page the client does not allow: refused, no CORS.
@@ -132,6 +145,9 @@ func TestCORSEndpoints(t *testing.T) {
 	access := str(resp.Object(t)["access_token"])
 	resp = e.do(t, "GET", "/oauth2/userinfo", nil, "Origin", spaAllowed, "Authorization", "Bearer "+access).ExpectStatus(t, http.StatusOK)
 	expectCORS(t, resp, spaAllowed)
+	// The claims are not for a page the token's client does not allow.
+	resp = e.do(t, "GET", "/oauth2/userinfo", nil, "Origin", spaDenied, "Authorization", "Bearer "+access).ExpectStatus(t, http.StatusOK)
+	expectCORS(t, resp, "")
 }
 
 // TestPublicClientCLI: `caddy palmgate client add --public` (the admin API)
@@ -157,7 +173,10 @@ func TestPublicClientCLI(t *testing.T) {
 		"client_id": {added.ID}, "code_verifier": {verifier}}
 	resp := e.postToken(t, form, "Origin", spaAllowed).ExpectStatus(t, http.StatusOK)
 	expectCORS(t, resp, spaAllowed)
-	expectCORS(t, e.do(t, "GET", "/oauth2/jwks", nil, "Origin", "https://cli-spa.example").ExpectStatus(t, http.StatusOK), "https://cli-spa.example")
+	revokeFrom := func(origin string) *testserver.Response { // the client's own origins: its CORS (the JWKS answers any origin)
+		return e.do(t, "POST", "/oauth2/revoke", "client_id="+added.ID+"&token=x", "Origin", origin, "Content-Type", "application/x-www-form-urlencoded")
+	}
+	expectCORS(t, revokeFrom("https://cli-spa.example").ExpectStatus(t, http.StatusOK), "https://cli-spa.example")
 	if out, err := e.cliErr(t, "rotate-secret", added.ID); err == nil {
 		t.Errorf("rotate-secret of a public client succeeded:\n%s", out)
 	}
@@ -168,6 +187,6 @@ func TestPublicClientCLI(t *testing.T) {
 	}
 	// Its origins can be changed: the extra one goes, the redirect URI's stays.
 	e.cli(t, "update", added.ID, "--allowed-origin", "")
-	expectCORS(t, e.do(t, "GET", "/oauth2/jwks", nil, "Origin", spaAllowed), "")
-	expectCORS(t, e.do(t, "GET", "/oauth2/jwks", nil, "Origin", "https://cli-spa.example"), "https://cli-spa.example")
+	expectCORS(t, revokeFrom(spaAllowed).ExpectStatus(t, http.StatusBadRequest), "")
+	expectCORS(t, revokeFrom("https://cli-spa.example").ExpectStatus(t, http.StatusOK), "https://cli-spa.example")
 }

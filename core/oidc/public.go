@@ -115,7 +115,8 @@ func (cl *client) allowsOrigin(origin string) bool {
 }
 
 // OriginAllowed reports whether origin is an allowed origin of any client (the
-// union that discovery, the JWKS and userinfo answer CORS requests for): the
+// union whose CORS headers the token and revocation endpoints set before the
+// request's client is known): the
 // static clients' from memory, the dynamic ones' from their index in the store.
 func (r *Clients) OriginAllowed(ctx context.Context, origin string) (bool, error) {
 	if origin == "" || CanonicalOrigin(origin) != origin {
