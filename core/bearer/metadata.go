@@ -86,6 +86,22 @@ func (r *Resources) Lookup(host, path string) (ResourceMetadata, bool) {
 	return md, ok
 }
 
+// ScopesOf are the scopes the document of resource lists (scopes_supported), none
+// for a resource without a document here.
+func (r *Resources) ScopesOf(resource string) []string {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, md := range r.docs {
+		if md.Resource == resource {
+			return slices.Clone(md.ScopesSupported)
+		}
+	}
+	return nil
+}
+
 // URIs are every resource: those with a document and the listed ones.
 func (r *Resources) URIs() []string {
 	if r == nil {

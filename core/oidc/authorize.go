@@ -280,7 +280,7 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	if err != nil {
 		return nil, err
 	}
-	resource, err := cl.permits(scopes, params["resource"], s.resourcesOf(cl))
+	resource, err := s.permits(cl, scopes, params["resource"])
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func (s *Service) jwtBearer(ctx context.Context, c *caller, p url.Values) (*Toke
 				return oauthError(ErrInvalidScope, "scope %q was not granted to the agent", sc)
 			}
 		}
-		if err := cl.checkGranted(&grant{Scopes: g.Scopes, Resource: g.Resource}, p["resource"], s.resourcesOf(cl)); err != nil {
+		if err := s.checkGranted(cl, &grant{Scopes: g.Scopes, Resource: g.Resource}, p["resource"]); err != nil {
 			return err
 		}
 		// Kept while the parser would still accept the assertion (its exp, with leeway).

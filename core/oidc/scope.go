@@ -40,17 +40,31 @@ func (s *Service) resourcesOf(cl *client) []string {
 	return s.resources.URIs()
 }
 
-// permits checks what an authorization request asks of a client: every scope must be
-// one the client may ask for, a configured or a standard one (else invalid_scope),
-// and at most one resource, one of allowed (else invalid_target). It returns
-// the resource, "" when none is asked.
-func (cl *client) permits(scopes, resources, allowed []string) (string, error) {
+// permits checks what an authorization request asks of client cl: every scope
+// must be one the client may ask for (mayAskFor, else invalid_scope), and at most
+// one resource, one of the client's (resourcesOf, else invalid_target). It
+// returns the resource, "" when none is asked.
+func (s *Service) permits(cl *client, scopes, resources []string) (string, error) {
+	res, resErr := resource(resources, s.resourcesOf(cl))
 	for _, sc := range scopes {
-		if !cl.mayAsk(sc) {
+		if !s.mayAskFor(cl, res, sc) {
 			return "", oauthError(ErrInvalidScope, "scope %.64q is not allowed for this client", sc)
 		}
 	}
-	return resource(resources, allowed)
+	return res, resErr
+}
+
+// mayAskFor reports whether cl may ask for scope sc in a grant for resource res:
+// a scope of its own or a standard one (mayAsk), or (fourth review) for a client
+// without its own `resources` list, one the palmgate_bearer site protecting res
+// lists (its `scope`, published as the document's scopes_supported and in its
+// 401): a stock MCP client asks for exactly those, and the token holding them is
+// for that resource alone.
+func (s *Service) mayAskFor(cl *client, res, sc string) bool {
+	if cl.mayAsk(sc) {
+		return true
+	}
+	return res != "" && len(cl.resources) == 0 && slices.Contains(s.resources.ScopesOf(res), sc)
 }
 
 // resource checks the `resource` parameters of a request: none, or one absolute URI
@@ -116,13 +130,13 @@ func normalResource(uri string) (string, bool) {
 	return scheme + "://" + host + p + q, true
 }
 
-// checkGranted checks a token request against its grant: the client must still be
-// allowed the grant's scopes and resource (a configuration may have narrowed since),
-// and an asked `resource` must be the one granted. allowed are the client's
-// resources (Service.resourcesOf).
-func (cl *client) checkGranted(g *grant, asked, allowed []string) error {
+// checkGranted checks a token request of client cl against its grant: the client
+// must still be allowed the grant's scopes and resource (a configuration may have
+// narrowed since), and an asked `resource` must be the one granted.
+func (s *Service) checkGranted(cl *client, g *grant, asked []string) error {
+	allowed := s.resourcesOf(cl)
 	for _, sc := range g.Scopes {
-		if !cl.mayAsk(sc) {
+		if !s.mayAskFor(cl, g.Resource, sc) {
 			return oauthError(ErrInvalidScope, "scope %.64q is no longer allowed for this client", sc)
 		}
 	}

@@ -256,7 +256,7 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		// A client without the refresh_token grant is granted no offline_access
 		// (a code issued before it lost that grant, too): no refresh token.
 		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: cl.withoutRefresh(rec.Scopes), Resource: rec.Resource, AuthTime: rec.AuthTime}
-		if err := cl.checkGranted(g, resources, s.resourcesOf(cl)); err != nil {
+		if err := s.checkGranted(cl, g, resources); err != nil {
 			return err
 		}
 		b, err = json.Marshal(rec.used(grantID))
@@ -508,7 +508,7 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 				return oauthError(ErrInvalidScope, "scope %q was not granted", sc)
 			}
 		}
-		if err := cl.checkGranted(g, resources, s.resourcesOf(cl)); err != nil {
+		if err := s.checkGranted(cl, g, resources); err != nil {
 			return err
 		}
 		g.RefreshJTI = newJTI
