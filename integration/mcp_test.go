@@ -36,18 +36,25 @@ func mcpSite(t *testing.T, clients []oidcClient, global ...string) (*env, string
 // mcpSiteWith is mcpSite with env added to the Caddy process's environment.
 func mcpSiteWith(t *testing.T, clients []oidcClient, env []string, global ...string) (*env, string) {
 	t.Helper()
+	return mcpSiteBearer(t, clients, env, "resource {base}/mcp", global...)
+}
+
+// mcpSiteBearer is mcpSiteWith with the palmgate_bearer block's body given, in
+// which {base} stands for the site's base URL.
+func mcpSiteBearer(t *testing.T, clients []oidcClient, env []string, bearer string, global ...string) (*env, string) {
+	t.Helper()
 	upstream := startMCPExample(t)
 	port := testserver.FreePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	site := fmt.Sprintf(`palmgate
 handle /mcp* {
 palmgate_bearer {
-resource %s/mcp
+%s
 }
 reverse_proxy %s {
 header_up Host {upstream_hostport}
 }
-}`, base, strings.TrimPrefix(upstream.base, "http://"))
+}`, strings.ReplaceAll(bearer, "{base}", base), strings.TrimPrefix(upstream.base, "http://"))
 	opts := oidcOptions(clients, site, global...)
 	opts.Port, opts.Env = port, env
 	e := start(t, opts)

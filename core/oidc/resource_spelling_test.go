@@ -8,8 +8,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// TestResourceSpelledByTheSDK (fourth review): the MCP TypeScript SDK sends the
-// protected resource metadata's `resource` as `new URL(resource).href`, which
+// TestResourceSpelledByTheSDK (fourth review): MCP TypeScript SDK releases before
+// the fix of its issue 1968 (2026) send the protected resource metadata's
+// `resource` as `new URL(resource).href`, which
 // adds the root path to an origin (https://mcp.example.test becomes
 // https://mcp.example.test/), lower-cases the host and drops a default port. A
 // palmgate_bearer { resource https://mcp.example.test } site was then unreachable

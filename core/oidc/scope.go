@@ -87,9 +87,9 @@ func resource(resources, allowed []string) (string, error) {
 
 // sameResource reports whether a and b name one resource: equal, or equal once
 // scheme and host are lower case, a default port is dropped and an empty path is
-// "/" (RFC 3986 6.2.2.1, 6.2.3), the forms `new URL(...).href` writes (the MCP
-// TypeScript SDK sends the resource so: https://mcp.example becomes
-// https://mcp.example/). Nothing else is normalised: another path, query or
+// "/" (RFC 3986 6.2.2.1, 6.2.3), the forms `new URL(...).href` writes (MCP
+// TypeScript SDK releases before its issue 1968 was fixed send the resource so:
+// https://mcp.example becomes https://mcp.example/). Nothing else is normalised: another path, query or
 // port is another resource.
 func sameResource(a, b string) bool {
 	if a == b {
