@@ -163,6 +163,7 @@ func newClients(ctx context.Context, cfg Config, now func() time.Time) (*Clients
 			idTokenAlg:             orDefault(cl.IDTokenAlg, keys.RS256),
 			accessTokenAudience:    orDefault(cl.AccessTokenAudience, AudienceBaseURL),
 			public:                 cl.Public,
+			loopbackAnyPort:        cl.Public, // a native app (loopback.go)
 			origins:                originsOf(cl.Public, cl.AllowedOrigins, cl.RedirectURIs),
 		}
 		for _, o := range entry.origins {

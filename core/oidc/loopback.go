@@ -9,8 +9,9 @@ import (
 // system gives it, which it cannot know when it registers: the authorization
 // server must accept any port for a loopback IP redirect URI. palmgate does so
 // for the clients that register themselves (RFC 7591, selfreg.go) or describe
-// themselves (metadoc.go), the native apps MCP brings; the operator's and the
-// portal's clients keep the exact match. Only the port may differ: the scheme
+// themselves (metadoc.go), the native apps MCP brings, and (fourth review) for
+// every public client, the operator's and the portal's too: a native app is one.
+// Confidential clients keep the exact match. Only the port may differ: the scheme
 // (http), the IP literal (127.0.0.1 or [::1], not localhost, as the RFC says),
 // the path and the query must be those of a registered URI. The token endpoint
 // then requires the very URI the request used (exact), as for every client.

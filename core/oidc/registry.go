@@ -222,7 +222,7 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 	notice := rec.notice()
 	return &client{
 		id: rec.ID, name: name, sector: rec.Sector, redirectURIs: rec.RedirectURIs, notice: notice, expiresAt: rec.ExpiresAt,
-		loopbackAnyPort: rec.SelfRegistered,
+		loopbackAnyPort: rec.SelfRegistered || rec.Public,
 		scopes:          DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: notice != "",
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
 		accessTokenAudience: orDefault(rec.AccessTokenAudience, AudienceBaseURL),
