@@ -20,12 +20,17 @@ import (
 //   - Never `*` and never Access-Control-Allow-Credentials: the allowed origin is
 //     echoed, with Vary: Origin, and no endpoint here reads cookies.
 //   - (Fourth review) The public documents (discovery at its three paths, RFC
-//     9728 resource metadata, the JWKS) and the registration endpoint answer any
-//     origin: they carry no credential and any server reads them anyway, and a
-//     browser app whose origin no configured client lists (a client ID metadata
-//     document's, an MCP client before it registers) must read them first. The
-//     union of the clients' origins, which they answered before, could never
-//     list a document's origin.
+//     9728 resource metadata, the JWKS) answer any origin: they carry no
+//     credential and any server reads them anyway, and a browser app whose origin
+//     no configured client lists (a client ID metadata document's, an MCP client
+//     before it registers) must read them first. The union of the clients'
+//     origins, which they answered before, could never list a document's origin.
+//   - The registration endpoint answers loopback origins (a local MCP client's
+//     page, such as the MCP Inspector's) and the union, not any origin: a page on
+//     the web could otherwise make each visitor's browser register a client from
+//     the visitor's own address, spreading a flood over as many networks as it
+//     has visitors (the per-network cap counts addresses). Its JSON body needs a
+//     preflight, so a refused origin's browser sends nothing.
 //   - Userinfo answers any origin's preflight (it carries no token, so it cannot
 //     be matched to a client) and its errors (they tell a page only about its own
 //     request), but its claims only to an origin the token's client allows, as
@@ -46,9 +51,23 @@ const corsExposed = "WWW-Authenticate, Retry-After"
 // corsUnion serves h with the CORS headers of the union of the clients' allowed
 // origins, and answers its preflight; methods are the route's.
 func (s *Server) corsUnion(methods string, h http.HandlerFunc) http.HandlerFunc {
+	return corsIf(s.originAllowed, methods, h)
+}
+
+// corsRegistration serves the registration endpoint with the CORS headers of a
+// loopback origin or one of the union (see above).
+func (s *Server) corsRegistration(methods string, h http.HandlerFunc) http.HandlerFunc {
+	return corsIf(func(r *http.Request, origin string) bool {
+		return oidc.LoopbackOrigin(origin) || s.originAllowed(r, origin)
+	}, methods, h)
+}
+
+// corsIf serves h with the CORS headers for the origins allowed admits, and
+// answers its preflight; methods are the route's.
+func corsIf(allowed func(*http.Request, string) bool, methods string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Vary", "Origin")
-		if origin := r.Header.Get("Origin"); origin != "" && s.originAllowed(r, origin) {
+		if origin := r.Header.Get("Origin"); origin != "" && allowed(r, origin) {
 			setCORS(w, origin)
 		}
 		if r.Method == http.MethodOptions {
@@ -180,6 +199,12 @@ func (s *Server) withCORS(methods map[string]http.HandlerFunc) map[string]http.H
 // withOpenCORS wraps a route's handlers in corsAny and adds its preflight.
 func withOpenCORS(methods map[string]http.HandlerFunc) map[string]http.HandlerFunc {
 	return corsRoute(methods, corsAny)
+}
+
+// withRegistrationCORS wraps the registration route's handlers in
+// corsRegistration and adds its preflight.
+func (s *Server) withRegistrationCORS(methods map[string]http.HandlerFunc) map[string]http.HandlerFunc {
+	return corsRoute(methods, s.corsRegistration)
 }
 
 // corsRoute wraps a route's handlers in wrap and adds its preflight (OPTIONS).

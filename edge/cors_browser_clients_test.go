@@ -23,8 +23,9 @@ func (e *testEnv) preflightFrom(t *testing.T, path, origin, method string) *reco
 // the browser before it registers) could not use palmgate across origins: the
 // discovery documents, the JWKS and userinfo answered CORS only for the union of
 // the indexed clients' origins, and the registration endpoint had no CORS at all
-// (OPTIONS was 405). The public documents and the registration endpoint now
-// answer any origin (they carry no credential; a server can read them anyway);
+// (OPTIONS was 405). The public documents now answer any origin (they carry no
+// credential; a server can read them anyway), the registration endpoint loopback
+// origins (a local MCP client's page) and the clients' origins;
 // userinfo answers any origin's preflight (it carries no token) and errors, but
 // lets a page read the claims only from an origin the token's client allows, so
 // a page of another client, even one in the union, reads nothing.
@@ -117,4 +118,12 @@ func TestBrowserClientsOfAnyOrigin(t *testing.T) {
 		body: `{"redirect_uris":["ftp://x"]}`})
 	wantStatus(t, w, http.StatusBadRequest)
 	wantCORS(t, w, mcpOrigin)
+	// A page on the web is not answered: it could make each visitor's browser
+	// register a client from the visitor's address. An allowed origin of a client
+	// is (the union).
+	w = e.preflightFrom(t, "/oauth2/register", evilOrigin, http.MethodPost)
+	wantStatus(t, w, http.StatusNoContent)
+	wantCORS(t, w, "")
+	wantCORS(t, e.preflightFrom(t, "/oauth2/register", spaOrigin, http.MethodPost), spaOrigin)
+	wantCORS(t, e.preflightFrom(t, "/oauth2/register", "http://127.0.0.1:8080", http.MethodPost), "http://127.0.0.1:8080")
 }

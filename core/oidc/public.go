@@ -90,6 +90,17 @@ func CanonicalOrigin(s string) string {
 	return scheme + "://" + host
 }
 
+// LoopbackOrigin reports whether origin is an http(s) origin in canonical form on
+// a loopback host (localhost, *.localhost, 127.0.0.0/8, [::1]): a page served by
+// a program on the person's own machine, such as a local MCP client's.
+func LoopbackOrigin(origin string) bool {
+	if origin == "" || CanonicalOrigin(origin) != origin {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err == nil && loopbackHost(u.Hostname())
+}
+
 // checkOrigin checks an allowed origin of a client: an http(s) origin with no
 // path, query or fragment (`https://app.example.com`, `http://localhost:5173`),
 // https unless its host is a loopback one or allowHTTP is set (as redirect URIs);
