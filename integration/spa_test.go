@@ -158,9 +158,12 @@ func TestSPAPublicClient(t *testing.T) {
 	// The same app from an origin that is not allowed: discovery is public (fourth
 	// review: a page of any origin reads it, as it reads the JWKS), but the
 	// authorization request names a redirect URI palmgate does not know, so the
-	// browser stops on palmgate's error page, never back at the foreign page.
+	// browser stops on palmgate's error page, never back at the foreign page. The
+	// foreign app is on localhost, not 127.0.0.1: a public client's loopback IP
+	// redirect URI matches any port (RFC 8252 7.3), localhost only its own.
+	foreignURL := strings.Replace(foreign.URL, "127.0.0.1", "localhost", 1)
 	browserStep(t, ctx, "opening the app on a foreign origin",
-		chromedp.Navigate(foreign.URL+"/"),
+		chromedp.Navigate(foreignURL+"/"),
 		chromedp.WaitVisible(chromedp.ID("title")),
 	)
 	c, cancel := context.WithTimeout(ctx, rpStep)
@@ -176,8 +179,8 @@ func TestSPAPublicClient(t *testing.T) {
 	if title != "This sign-in link is not valid" || !strings.HasPrefix(loc, e.URL+"/oauth2/authorize") {
 		t.Errorf("the app on the foreign origin: the browser is at %s showing %q, want palmgate's error page", loc, title)
 	}
-	if got := seen.take(); len(got) == 0 || got[0] != foreign.URL {
-		t.Errorf("discovery answers to the foreign origin carried Access-Control-Allow-Origin %q, want %q (public)", got, foreign.URL)
+	if got := seen.take(); len(got) == 0 || got[0] != foreignURL {
+		t.Errorf("discovery answers to the foreign origin carried Access-Control-Allow-Origin %q, want %q (public)", got, foreignURL)
 	}
 	t.Logf("the app on the foreign origin stopped at palmgate's error page: %s", title)
 }
