@@ -82,10 +82,13 @@ func (b *Bearer) answerMetadata(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // challengeMetadata adds resource_metadata, and the required scopes, to the
-// Bearer challenge SetChallenge set on a 401.
+// Bearer challenge SetChallenge set on a 401, and (fourth review) on a 403
+// insufficient_scope, from which an MCP client steps up (MCP 2025-11-25, scope
+// challenge handling).
 func (b *Bearer) challengeMetadata(h http.Header, r *http.Request, status int) {
 	challenge := h.Get("WWW-Authenticate")
-	if status != http.StatusUnauthorized || !strings.HasPrefix(challenge, "Bearer ") {
+	stepUp := status == http.StatusForbidden && strings.Contains(challenge, `error="insufficient_scope"`)
+	if status != http.StatusUnauthorized && !stepUp || !strings.HasPrefix(challenge, "Bearer ") {
 		return
 	}
 	_, mdURL := b.resourceOf(r)

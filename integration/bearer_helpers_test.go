@@ -178,9 +178,11 @@ func expectChallenge(t *testing.T, r *testserver.Response, status int, realm, co
 			t.Errorf("%s: WWW-Authenticate %q has no error_description", r.Request, h[0])
 		}
 	}
-	if u, ok := params["resource_metadata"]; ok && status == http.StatusUnauthorized {
+	if u, ok := params["resource_metadata"]; ok && (status == http.StatusUnauthorized || code == "insufficient_scope") {
 		// palmgate_bearer's 401 names its RFC 9728 document and the scopes it
-		// requires (issue 23; TestBearerResourceMetadata checks their values).
+		// requires (issue 23; TestBearerResourceMetadata checks their values), and
+		// so does its 403 insufficient_scope (fourth review,
+		// TestBearerInsufficientScopeNamesTheMetadata).
 		if !strings.HasPrefix(u, "http") || !strings.Contains(u, "/.well-known/oauth-protected-resource") {
 			t.Errorf("%s: resource_metadata %q is no metadata URL", r.Request, u)
 		}
