@@ -25,12 +25,13 @@ import (
 //     no configured client lists (a client ID metadata document's, an MCP client
 //     before it registers) must read them first. The union of the clients'
 //     origins, which they answered before, could never list a document's origin.
-//   - The registration endpoint answers loopback origins (a local MCP client's
-//     page, such as the MCP Inspector's) and the union, not any origin: a page on
-//     the web could otherwise make each visitor's browser register a client from
-//     the visitor's own address, spreading a flood over as many networks as it
-//     has visitors (the per-network cap counts addresses). Its JSON body needs a
-//     preflight, so a refused origin's browser sends nothing.
+//   - The registration endpoint answers loopback origins only (a local MCP
+//     client's page, such as the MCP Inspector's): a page on the web could
+//     otherwise make each visitor's browser register a client from the visitor's
+//     own address, spreading a flood over as many networks as it has visitors
+//     (the per-network cap counts addresses). Not the union either: a client
+//     that registered itself put its own redirect URIs' origins there. Its JSON
+//     body needs a preflight, so a refused origin's browser sends nothing.
 //   - Userinfo answers any origin's preflight (it carries no token, so it cannot
 //     be matched to a client) and its errors (they tell a page only about its own
 //     request), but its claims only to an origin the token's client allows, as
@@ -55,11 +56,9 @@ func (s *Server) corsUnion(methods string, h http.HandlerFunc) http.HandlerFunc 
 }
 
 // corsRegistration serves the registration endpoint with the CORS headers of a
-// loopback origin or one of the union (see above).
-func (s *Server) corsRegistration(methods string, h http.HandlerFunc) http.HandlerFunc {
-	return corsIf(func(r *http.Request, origin string) bool {
-		return oidc.LoopbackOrigin(origin) || s.originAllowed(r, origin)
-	}, methods, h)
+// loopback origin (see above).
+func corsRegistration(methods string, h http.HandlerFunc) http.HandlerFunc {
+	return corsIf(func(_ *http.Request, origin string) bool { return oidc.LoopbackOrigin(origin) }, methods, h)
 }
 
 // corsIf serves h with the CORS headers for the origins allowed admits, and
@@ -203,8 +202,8 @@ func withOpenCORS(methods map[string]http.HandlerFunc) map[string]http.HandlerFu
 
 // withRegistrationCORS wraps the registration route's handlers in
 // corsRegistration and adds its preflight.
-func (s *Server) withRegistrationCORS(methods map[string]http.HandlerFunc) map[string]http.HandlerFunc {
-	return corsRoute(methods, s.corsRegistration)
+func withRegistrationCORS(methods map[string]http.HandlerFunc) map[string]http.HandlerFunc {
+	return corsRoute(methods, corsRegistration)
 }
 
 // corsRoute wraps a route's handlers in wrap and adds its preflight (OPTIONS).

@@ -25,7 +25,7 @@ func (e *testEnv) preflightFrom(t *testing.T, path, origin, method string) *reco
 // the indexed clients' origins, and the registration endpoint had no CORS at all
 // (OPTIONS was 405). The public documents now answer any origin (they carry no
 // credential; a server can read them anyway), the registration endpoint loopback
-// origins (a local MCP client's page) and the clients' origins;
+// origins (a local MCP client's page);
 // userinfo answers any origin's preflight (it carries no token) and errors, but
 // lets a page read the claims only from an origin the token's client allows, so
 // a page of another client, even one in the union, reads nothing.
@@ -119,11 +119,16 @@ func TestBrowserClientsOfAnyOrigin(t *testing.T) {
 	wantStatus(t, w, http.StatusBadRequest)
 	wantCORS(t, w, mcpOrigin)
 	// A page on the web is not answered: it could make each visitor's browser
-	// register a client from the visitor's address. An allowed origin of a client
-	// is (the union).
+	// register a client from the visitor's address. Nor an origin of the union:
+	// a client that registered itself chose its redirect URIs' origins, such as
+	// that page's.
 	w = e.preflightFrom(t, "/oauth2/register", evilOrigin, http.MethodPost)
 	wantStatus(t, w, http.StatusNoContent)
 	wantCORS(t, w, "")
-	wantCORS(t, e.preflightFrom(t, "/oauth2/register", spaOrigin, http.MethodPost), spaOrigin)
+	w = e.do(t, req{method: http.MethodPost, target: "/oauth2/register", contentType: "application/json", header: fromOrigin(mcpOrigin),
+		body: `{"redirect_uris":["https://evil.example.net/cb"],"token_endpoint_auth_method":"none"}`})
+	wantStatus(t, w, http.StatusCreated)
+	wantCORS(t, e.preflightFrom(t, "/oauth2/register", evilOrigin, http.MethodPost), "")
+	wantCORS(t, e.preflightFrom(t, "/oauth2/register", spaOrigin, http.MethodPost), "")
 	wantCORS(t, e.preflightFrom(t, "/oauth2/register", "http://127.0.0.1:8080", http.MethodPost), "http://127.0.0.1:8080")
 }

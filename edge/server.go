@@ -166,7 +166,7 @@ func (s *Server) routes() *http.ServeMux {
 	route("/oauth2/verify/cancel", map[string]http.HandlerFunc{"POST": s.limited(s.handleLoginCancel, s.writeCancelError)})
 	route("/oauth2/consent", map[string]http.HandlerFunc{"GET": s.handleConsentPage, "POST": s.limited(s.handleConsent, s.writeConsentError)})
 	if s.oidc != nil && s.oidc.RegistrationOpen() { // off: no route, 404 whatever the method (register.go)
-		route("/oauth2/register", s.withRegistrationCORS(map[string]http.HandlerFunc{"POST": s.limited(s.handleRegister, s.writeOAuthError)}))
+		route("/oauth2/register", withRegistrationCORS(map[string]http.HandlerFunc{"POST": s.limited(s.handleRegister, s.writeOAuthError)}))
 	}
 	route("/oauth2/token", s.withCORS(map[string]http.HandlerFunc{"POST": s.handleToken}))
 	route("/oauth2/userinfo", withOpenCORS(map[string]http.HandlerFunc{"GET": s.handleUserinfo, "POST": s.handleUserinfo}))
