@@ -41,10 +41,15 @@ import (
 //     form names (client_id, or Basic credentials): errors before the client is
 //     known carry the union's headers, so the app can read them.
 //   - A preflight (OPTIONS) answers 204 with Allow-Methods and Allow-Headers
-//     (Authorization and Content-Type), cached for corsMaxAge.
+//     (Authorization, Content-Type, MCP-Protocol-Version), cached for corsMaxAge.
 //   - Error answers (400, 401, 429, 503) carry the same headers as successes: they
 //     are set before the handler runs.
 const corsMaxAge = "600"
+
+// corsAllowedHeaders are the request headers a page may send besides the
+// safelisted ones: MCP clients send MCP-Protocol-Version on their discovery
+// requests too.
+const corsAllowedHeaders = "Authorization, Content-Type, MCP-Protocol-Version"
 
 // corsExposed are the answer headers a page may read besides the safelisted ones.
 const corsExposed = "WWW-Authenticate, Retry-After"
@@ -176,7 +181,7 @@ func answerPreflight(w http.ResponseWriter, r *http.Request, methods string) {
 	h.Add("Vary", "Access-Control-Request-Headers")
 	if h.Get("Access-Control-Allow-Origin") != "" && r.Header.Get("Access-Control-Request-Method") != "" {
 		h.Set("Access-Control-Allow-Methods", methods)
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		h.Set("Access-Control-Allow-Headers", corsAllowedHeaders)
 		h.Set("Access-Control-Max-Age", corsMaxAge)
 		h.Del("Access-Control-Expose-Headers") // for actual answers only
 	}

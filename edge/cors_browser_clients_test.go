@@ -3,6 +3,7 @@ package edge_test
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,4 +132,24 @@ func TestBrowserClientsOfAnyOrigin(t *testing.T) {
 	wantCORS(t, e.preflightFrom(t, "/oauth2/register", evilOrigin, http.MethodPost), "")
 	wantCORS(t, e.preflightFrom(t, "/oauth2/register", spaOrigin, http.MethodPost), "")
 	wantCORS(t, e.preflightFrom(t, "/oauth2/register", "http://127.0.0.1:8080", http.MethodPost), "http://127.0.0.1:8080")
+}
+
+// TestPreflightAllowsMCPProtocolVersion: the MCP TypeScript SDK in a browser
+// sends MCP-Protocol-Version on its discovery requests (RFC 9728 and RFC 8414
+// documents). A preflight that did not allow it failed, and the SDK only got on
+// by retrying without the header, with a CORS error in the page's console.
+func TestPreflightAllowsMCPProtocolVersion(t *testing.T) {
+	res := &corebearer.Resources{}
+	res.Add(corebearer.NewResourceMetadata("https://mcp.example.com/mcp", testIssuer+"/oauth2", nil))
+	e := newEnv(t, func(o *envOptions) { o.resources = res })
+	for _, path := range []string{"/.well-known/oauth-authorization-server/oauth2", "/oauth2/.well-known/openid-configuration",
+		"https://mcp.example.com/.well-known/oauth-protected-resource/mcp"} {
+		w := e.do(t, req{method: http.MethodOptions, target: path, header: http.Header{"Origin": {evilOrigin},
+			"Access-Control-Request-Method": {"GET"}, "Access-Control-Request-Headers": {"mcp-protocol-version"}}})
+		wantStatus(t, w, http.StatusNoContent)
+		allowed := strings.Split(strings.ToLower(w.Header().Get("Access-Control-Allow-Headers")), ", ")
+		if !slices.Contains(allowed, "mcp-protocol-version") {
+			t.Errorf("%s: Access-Control-Allow-Headers = %q, want MCP-Protocol-Version among them", path, w.Header().Get("Access-Control-Allow-Headers"))
+		}
+	}
 }
