@@ -130,3 +130,43 @@ func TestAuditLog(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentTokensCounted (fourth review): an agent's token (the jwt-bearer grant)
+// is a token response like the others: it counts under
+// palmgate_tokens_issued_total{grant_type="jwt_bearer"}, a series present from
+// the start, and its audit entry names the grant type.
+func TestAgentTokensCounted(t *testing.T) {
+	ctx := newCaddyContext(t)
+	if err := registerMetrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := ctx.GetMetricsRegistry()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	present := false
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if f.GetName() == "palmgate_tokens_issued_total" && l.GetName() == "grant_type" && l.GetValue() == "jwt_bearer" {
+					present = true
+				}
+			}
+		}
+	}
+	if !present {
+		t.Errorf(`palmgate_tokens_issued_total{grant_type="jwt_bearer"} is not a series before the first agent token`)
+	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	sink := newEventSink(zap.New(core).Named("palmgate").Named(AuditLoggerName))
+	before := gathered(t, reg, "palmgate_tokens_issued_total", "grant_type", "jwt_bearer")
+	sink(context.Background(), event.Event{Kind: event.TokenIssued, Outcome: event.JWTBearer, ClientID: "app", HumanID: "h-1", DeviceID: "agent-1"})
+	if got := gathered(t, reg, "palmgate_tokens_issued_total", "grant_type", "jwt_bearer"); got != before+1 {
+		t.Errorf(`palmgate_tokens_issued_total{grant_type="jwt_bearer"} = %v after an agent's token, want %v`, got, before+1)
+	}
+	entries := logs.All()
+	if len(entries) != 1 || entries[0].Message != "tokens issued" || entries[0].ContextMap()["outcome"] != "jwt_bearer" || entries[0].ContextMap()["deviceId"] != "agent-1" {
+		t.Errorf("audit entries %+v, want one \"tokens issued\" with outcome jwt_bearer and the agent's deviceId", entries)
+	}
+}
