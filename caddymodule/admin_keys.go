@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -114,19 +115,42 @@ func rotateKeys(w http.ResponseWriter, r *http.Request) error {
 	return app.rotateKeys(w, r, algs)
 }
 
-// rotateKeys rotates the keys of algs and answers their new kids.
+// rotateKeys rotates the keys of algs, one transaction each, and answers their new
+// kids. A rotation whose commit succeeded counts (audited, answered) even when
+// what follows fails: its key is the active one in the store, which this
+// instance reloads within keys.ReloadInterval if not at once. When the store
+// fails midway, the answer is the failure's status and says which algorithms
+// were rotated and which were not, since the operator must know what changed.
 func (a *App) rotateKeys(w http.ResponseWriter, r *http.Request, algs []string) error {
 	set := a.Keys()
 	kids := map[string]string{}
-	for _, alg := range algs {
+	var done []string
+	var failed error
+	for i, alg := range algs {
 		k, err := set.Rotate(r.Context(), alg)
-		if err != nil {
+		if k != nil { // committed; err, if any, is the reload after it
+			kids[alg] = k.ID
+			done = append(done, fmt.Sprintf("%s (kid %s)", alg, k.ID))
+			a.logger.Info("signing key rotated by the admin API", zap.String("alg", alg), zap.String("kid", k.ID))
+			if err != nil {
+				a.logger.Warn("signing key rotated, but reloading the keys after it failed; the key watcher retries",
+					zap.String("alg", alg), zap.Error(err))
+			}
+			continue
+		}
+		if err == nil {
+			continue // nothing to rotate (not a rule of Rotate's; a guard)
+		}
+		if len(done) == 0 {
 			return clientAdminError(err)
 		}
-		kids[alg] = k.ID
-		a.logger.Info("signing key rotated by the admin API", zap.String("alg", alg), zap.String("kid", k.ID))
+		failed = fmt.Errorf("rotated %s, but not %s: %w", strings.Join(done, ", "), strings.Join(algs[i:], ", "), err)
+		break
 	}
 	a.Events().Emit(adminContext(r), event.Event{Kind: event.KeysRotated, Outcome: event.Manual})
+	if failed != nil {
+		return clientAdminError(failed)
+	}
 	return writeAdminJSON(w, http.StatusOK, map[string]any{"active": kids})
 }
 

@@ -113,3 +113,39 @@ func TestRotationEvents(t *testing.T) {
 		t.Errorf("a failed rotation emitted %+v", got)
 	}
 }
+
+// TestRotationHalfDone (fourth review): the database goes away right after the
+// first algorithm's rotation commits. That key is rotated (every instance signs
+// with it within 2 s), so the rotation is audited and counted, and the answer
+// names what was rotated and what was not, rather than a bare 503 that says
+// nothing changed.
+func TestRotationHalfDone(t *testing.T) {
+	store := &storagetest.DownStore{Store: memstore.New()}
+	a := keysApp(t, store, clocktest.New(time.Now()), 0)
+	var rec eventtest.Recorder
+	a.events = rec.Sink()
+	before := a.keys.Active(keys.RS256).ID
+	store.DownAfterUpdate.Store(true)
+	err := a.rotateKeys(httptest.NewRecorder(), httptest.NewRequest("POST", "/palmgate/keys/rotate", nil), keys.Algorithms)
+	var apiErr caddy.APIError
+	if !errors.As(err, &apiErr) || apiErr.HTTPStatus != http.StatusServiceUnavailable {
+		t.Fatalf("rotate = %v, want a 503 APIError for the algorithms not rotated", err)
+	}
+	store.Down.Store(false)
+	store.DownAfterUpdate.Store(false)
+	reopened, err := keys.Open(context.Background(), store, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := reopened.Active(keys.RS256).ID
+	if after == before {
+		t.Fatal("the RS256 rotation did not commit: the test's store went down too early")
+	}
+	if msg := apiErr.Err.Error(); !regexp.MustCompile(`RS256 .*`+regexp.QuoteMeta(after)).MatchString(msg) ||
+		!regexp.MustCompile(`ES256, EdDSA`).MatchString(msg) {
+		t.Errorf("the answer %q does not say that RS256 was rotated (kid %s) and ES256, EdDSA were not", msg, after)
+	}
+	if got := rec.Take(); len(got) != 1 || got[0] != (event.Event{Kind: event.KeysRotated, Outcome: event.Manual}) {
+		t.Errorf("events = %+v, want one manual KeysRotated for the rotation that committed", got)
+	}
+}
