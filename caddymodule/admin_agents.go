@@ -44,7 +44,9 @@ func adminAgents(w http.ResponseWriter, r *http.Request) error {
 	// Its grants to act for its human go with it (issue 24, the registry's
 	// OnRemoved hook): its live tokens are refused at once. When that fails, the
 	// removal still stands (core/agent's removed_hook.go).
-	removed, err := app.Agents().Remove(r.Context(), deviceID)
+	// adminContext: the audit entry names the admin caller's address, as the
+	// other admin routes' do.
+	removed, err := app.Agents().Remove(adminContext(r), deviceID)
 	if removed == nil {
 		return clientAdminError(err)
 	}

@@ -237,8 +237,15 @@ func TestAuditLogToItsOwnFile(t *testing.T) {
 	testserver.Do(t, "DELETE", "http://"+e.AdminAddr+"/palmgate/clients/"+dyn.id, nil, "Origin", "http://"+e.AdminAddr).
 		ExpectStatus(t, http.StatusNoContent)
 
+	// The operator's own events (fourth review: an agent removed through the
+	// admin API was audited with an empty remote).
+	ag := newAgent(t, "audited-agent")
+	e.register(t, ag, e.subject("audit-owner"))
+	testserver.Do(t, "DELETE", "http://"+e.AdminAddr+"/palmgate/agents/"+ag.deviceID, nil).ExpectStatus(t, http.StatusOK)
+	testserver.Do(t, "POST", "http://"+e.AdminAddr+"/palmgate/keys/rotate", nil).ExpectStatus(t, http.StatusOK)
+
 	entries := readAudit(t, auditPath, "login started", "login completed", "tokens issued",
-		"refresh token reuse detected", "client created", "client deleted")
+		"refresh token reuse detected", "client created", "client deleted", "agent removed", "signing keys rotated")
 	for _, en := range entries {
 		if str(en["logger"]) != "palmgate.audit" || str(en["level"]) != "info" {
 			t.Errorf("audit entry %v: want level info on logger palmgate.audit", en)
@@ -264,6 +271,8 @@ func TestAuditLogToItsOwnFile(t *testing.T) {
 		{"refresh token reuse detected", c.id, humanID, "revoked", "127.0.0.1", 1},
 		{"client created", dyn.id, "", "", "127.0.0.1", 1},
 		{"client deleted", dyn.id, "", "", "127.0.0.1", 1},
+		{"agent removed", "", str(findAudit(entries, "agent removed")[0]["humanId"]), "", "127.0.0.1", 1},
+		{"signing keys rotated", "", "", "manual", "127.0.0.1", 1},
 	} {
 		got := findAudit(entries, w.msg)
 		if len(got) != w.n {

@@ -48,8 +48,8 @@ const (
 	ClientUpdated
 	ClientSecretRotated
 	ClientDeleted
-	// AgentRemoved: an agent was removed, by the operator (HumanID "") or its
-	// human (HumanID), with DeviceID and KeyFingerprint: once the removal has
+	// AgentRemoved: an agent was removed, by the operator or its human, with
+	// HumanID (the agent's human), DeviceID and KeyFingerprint: once the removal has
 	// committed, `s.events.Emit(ctx, event.Event{Kind: event.AgentRemoved,
 	// HumanID: by, DeviceID: id, KeyFingerprint: Fingerprint(key)})` in core/agent.
 	AgentRemoved
