@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -37,11 +38,13 @@ func adminBackup(w http.ResponseWriter, r *http.Request) error {
 		return adminError(http.StatusNotImplemented, "the %s store cannot be backed up", app.Storage.Backend)
 	}
 	header := storage.BackupHeader{Palmgate: Version(), Created: time.Now().UTC(), Backend: app.Storage.Backend}
-	return serveBackup(w, r, src, header, caddy.Log().Named("palmgate.backup"))
+	return serveBackup(w, r, src, header, caddy.Log().Named("palmgate.backup"), app.Events())
 }
 
-// serveBackup streams the backup of src as the answer to r.
-func serveBackup(w http.ResponseWriter, r *http.Request, src storage.Exporter, header storage.BackupHeader, log *zap.Logger) error {
+// serveBackup streams the backup of src as the answer to r and, once it is whole,
+// tells events (the audit log: a backup holds the signing keys), naming the
+// admin caller.
+func serveBackup(w http.ResponseWriter, r *http.Request, src storage.Exporter, header storage.BackupHeader, log *zap.Logger, events event.Sink) error {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="palmgate-%s.backup"`, header.Created.Format("20060102T150405Z")))
 	w.Header().Set("Cache-Control", "no-store")
@@ -58,6 +61,7 @@ func serveBackup(w http.ResponseWriter, r *http.Request, src storage.Exporter, h
 	}
 	log.Info("backup taken", zap.Int("records", sum.Records), zap.Duration("duration", time.Since(header.Created)),
 		zap.String("backend", header.Backend))
+	events.Emit(adminContext(r), event.Event{Kind: event.BackupTaken})
 	return nil
 }
 

@@ -13,7 +13,11 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/palmgate/palmgate/core/event"
+	"github.com/palmgate/palmgate/core/event/eventtest"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -50,7 +54,7 @@ func TestServeBackup(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if err := serveBackup(w, r, tt.src, storage.BackupHeader{Created: time.Now()}, zap.NewNop()); err != nil {
+				if err := serveBackup(w, r, tt.src, storage.BackupHeader{Created: time.Now()}, zap.NewNop(), nil); err != nil {
 					http.Error(w, err.Error(), err.(caddy.APIError).HTTPStatus)
 				}
 			}))
@@ -84,5 +88,45 @@ func TestServeBackup(t *testing.T) {
 				t.Errorf("the backup answered: %d records, %v", sum.Records, err)
 			}
 		})
+	}
+}
+
+// TestBackupAudited (fourth review): a backup holds the signing keys, the pairwise
+// secret and the client secrets' hashes, so taking one is an event of the audit
+// log ("backup taken", with the admin caller's address); a backup that failed is
+// none.
+func TestBackupAudited(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		src  exporter
+		want int
+	}{
+		{"complete", exporter{n: 3}, 1},
+		{"fails at once", exporter{err: errors.New("lost")}, 0},
+		{"fails midway", exporter{n: 500, err: errors.New("lost")}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var rec eventtest.Recorder
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if err := serveBackup(w, r, tt.src, storage.BackupHeader{Created: time.Now()}, zap.NewNop(), rec.Sink()); err != nil {
+					http.Error(w, err.Error(), err.(caddy.APIError).HTTPStatus)
+				}
+			}))
+			defer srv.Close()
+			if resp, err := http.Get(srv.URL); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			got := rec.Take()
+			if len(got) != tt.want || (tt.want == 1 && got[0].Kind != event.BackupTaken) {
+				t.Errorf("events %+v, want %d BackupTaken", got, tt.want)
+			}
+		})
+	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	sink := newEventSink(zap.New(core).Named("palmgate").Named(AuditLoggerName))
+	sink(event.WithRemote(context.Background(), "127.0.0.1"), event.Event{Kind: event.BackupTaken})
+	if e := logs.All(); len(e) != 1 || e[0].Message != "backup taken" || e[0].ContextMap()["remote"] != "127.0.0.1" {
+		t.Errorf("audit entries %+v, want one \"backup taken\" naming the caller", e)
 	}
 }

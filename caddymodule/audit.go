@@ -38,6 +38,7 @@ var auditKinds = map[event.Kind]string{
 	event.ClientDeleted:       "client deleted",
 	event.AgentRemoved:        "agent removed",
 	event.KeysRotated:         "signing keys rotated",
+	event.BackupTaken:         "backup taken",
 }
 
 var withOutcome = map[event.Kind]bool{event.Login: true, event.PalmAssertion: true, event.Registration: true}

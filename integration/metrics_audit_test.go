@@ -243,9 +243,10 @@ func TestAuditLogToItsOwnFile(t *testing.T) {
 	e.register(t, ag, e.subject("audit-owner"))
 	testserver.Do(t, "DELETE", "http://"+e.AdminAddr+"/palmgate/agents/"+ag.deviceID, nil).ExpectStatus(t, http.StatusOK)
 	testserver.Do(t, "POST", "http://"+e.AdminAddr+"/palmgate/keys/rotate", nil).ExpectStatus(t, http.StatusOK)
+	testserver.Do(t, "GET", "http://"+e.AdminAddr+"/palmgate/backup", nil).ExpectStatus(t, http.StatusOK)
 
 	entries := readAudit(t, auditPath, "login started", "login completed", "tokens issued",
-		"refresh token reuse detected", "client created", "client deleted", "agent removed", "signing keys rotated")
+		"refresh token reuse detected", "client created", "client deleted", "agent removed", "signing keys rotated", "backup taken")
 	for _, en := range entries {
 		if str(en["logger"]) != "palmgate.audit" || str(en["level"]) != "info" {
 			t.Errorf("audit entry %v: want level info on logger palmgate.audit", en)
@@ -273,6 +274,7 @@ func TestAuditLogToItsOwnFile(t *testing.T) {
 		{"client deleted", dyn.id, "", "", "127.0.0.1", 1},
 		{"agent removed", "", str(findAudit(entries, "agent removed")[0]["humanId"]), "", "127.0.0.1", 1},
 		{"signing keys rotated", "", "", "manual", "127.0.0.1", 1},
+		{"backup taken", "", "", "", "127.0.0.1", 1},
 	} {
 		got := findAudit(entries, w.msg)
 		if len(got) != w.n {

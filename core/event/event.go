@@ -60,6 +60,10 @@ const (
 	// Bearer: a palmgate_bearer decision. Allowed, Missing, Invalid, Expired,
 	// InsufficientScope, Revoked, Unavailable.
 	Bearer
+	// BackupTaken: a backup of the whole store (the signing keys, the pairwise
+	// secret, the client secrets' hashes) was streamed whole to an admin API
+	// caller, emitted by caddymodule once the last byte is written.
+	BackupTaken
 
 	// NumKinds bounds the kinds, for tables indexed by Kind.
 	NumKinds
