@@ -147,7 +147,9 @@ func (a *App) rotateKeys(w http.ResponseWriter, r *http.Request, algs []string) 
 		failed = fmt.Errorf("rotated %s, but not %s: %w", strings.Join(done, ", "), strings.Join(algs[i:], ", "), err)
 		break
 	}
-	a.Events().Emit(adminContext(r), event.Event{Kind: event.KeysRotated, Outcome: event.Manual})
+	if len(kids) > 0 {
+		a.Events().Emit(adminContext(r), event.Event{Kind: event.KeysRotated, Outcome: event.Manual})
+	}
 	if failed != nil {
 		return clientAdminError(failed)
 	}
