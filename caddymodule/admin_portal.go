@@ -3,6 +3,7 @@ package caddymodule
 import (
 	"net/http"
 
+	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/portal"
 )
 
@@ -31,9 +32,16 @@ func adminPortalSessions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := portal.EndSessions(r.Context(), app.Store(), owner)
+	return app.endPortalSessions(w, r, owner)
+}
+
+// endPortalSessions ends owner's portal sessions and audits it, naming the admin
+// caller.
+func (a *App) endPortalSessions(w http.ResponseWriter, r *http.Request, owner string) error {
+	n, err := portal.EndSessions(r.Context(), a.Store(), owner)
 	if err != nil {
 		return clientAdminError(err)
 	}
+	a.Events().Emit(adminContext(r), event.Event{Kind: event.PortalSessionsEnded, HumanID: owner})
 	return writeAdminJSON(w, http.StatusOK, endedSessions{Owner: owner, Ended: n})
 }

@@ -39,6 +39,7 @@ var auditKinds = map[event.Kind]string{
 	event.AgentRemoved:        "agent removed",
 	event.KeysRotated:         "signing keys rotated",
 	event.BackupTaken:         "backup taken",
+	event.PortalSessionsEnded: "portal sessions ended",
 }
 
 var withOutcome = map[event.Kind]bool{event.Login: true, event.PalmAssertion: true, event.Registration: true}

@@ -64,6 +64,9 @@ const (
 	// secret, the client secrets' hashes) was streamed whole to an admin API
 	// caller, emitted by caddymodule once the last byte is written.
 	BackupTaken
+	// PortalSessionsEnded: the operator ended a developer's portal sessions
+	// (HumanID: the developer), once the deletion has committed.
+	PortalSessionsEnded
 
 	// NumKinds bounds the kinds, for tables indexed by Kind.
 	NumKinds
