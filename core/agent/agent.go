@@ -390,6 +390,12 @@ func register(txn storage.Txn, deviceID string, key []byte, r Registered) error 
 	default:
 		return err
 	}
+	// The earliest of the human's registrations, as a removal recomputes it: an
+	// instance whose clock runs behind another's (or a clock stepped back) may
+	// register a later agent at an earlier time.
+	if t := time.Time(r.RegisteredAt); t.Before(stats.Earliest) {
+		stats.Earliest = t
+	}
 	stats.AgentCount++
 	if b, err = json.Marshal(stats); err != nil {
 		return err
