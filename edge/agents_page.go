@@ -226,7 +226,14 @@ func (s *Server) handleAgentsRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusOK, ownerPageJSON{Status: "removed", HumanID: o.HumanID, Agents: agents, ExpiresAt: &o.ExpiresAt})
+		// What is left, grants included, as the page's JSON and a revocation's
+		// answer list it: without them a program would read that none are left.
+		_, grants, err := s.ownerGrants(r.Context(), o.HumanID)
+		if err != nil {
+			s.writeAgentsPageError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ownerPageJSON{Status: "removed", HumanID: o.HumanID, Agents: agents, Grants: grants, ExpiresAt: &o.ExpiresAt})
 		return
 	}
 	s.renderAgentsPage(w, r, o, agents, "Removed "+removed.DeviceID+".")
