@@ -198,17 +198,17 @@ func (a *agent) waitForCompletion(ctx context.Context, sessionID string) error {
 }
 
 // verifySignature shows the public check: does this signature come from a
-// registered agent?
-func (a *agent) verifySignature(ctx context.Context) error {
+// registered agent? It reports whether this deviceId is registered with this key.
+func (a *agent) verifySignature(ctx context.Context) (registered bool, err error) {
 	now := time.Now()
 	msg := fmt.Sprintf("hello from %s at %s", a.deviceID, now.UTC().Format(time.RFC3339))
 	req := sign(a.key, a.deviceID, msg, now)
 	var res struct{ Verified, Registered bool }
 	if err := a.call(ctx, http.MethodPost, "/v1/agent/verify/signature", req, &res); err != nil {
-		return fmt.Errorf("verify signature: %w", err)
+		return false, fmt.Errorf("verify signature: %w", err)
 	}
 	fmt.Fprintf(a.out, "Signature check %q: verified=%t registered=%t\n", msg, res.Verified, res.Registered)
-	return nil
+	return res.Verified && res.Registered, nil
 }
 
 // lookup shows the public device lookup.
@@ -259,6 +259,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	var session struct{ SessionID, RegistrationURL, ExpiresAt string }
 	err = a.call(ctx, http.MethodPost, "/v1/agent/register/init", challenge, &session)
 	if apiErr := (*apiError)(nil); errors.As(err, &apiErr) && apiErr.Status == http.StatusConflict {
+		// The deviceId or the key is registered: this agent only if the
+		// registry says this deviceId is registered with this key.
+		registered, err := a.verifySignature(ctx)
+		if err != nil {
+			return err
+		}
+		if !registered {
+			return fmt.Errorf("register: another agent holds this deviceId, or this key is registered under another deviceId: %w", apiErr)
+		}
 		fmt.Fprintf(out, "Already registered: %s (code %q)\n", apiErr.Message, apiErr.Code)
 		return a.lookup(ctx)
 	}
@@ -277,7 +286,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	// Step 4: demonstrate the public verification endpoints.
-	if err := a.verifySignature(ctx); err != nil {
+	if _, err := a.verifySignature(ctx); err != nil {
 		return err
 	}
 	return a.lookup(ctx)

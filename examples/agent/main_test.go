@@ -118,13 +118,17 @@ func TestRunAgainstFakeServer(t *testing.T) {
 }
 
 func TestRunConflictAndError(t *testing.T) {
-	// 409 means "already registered": look the device up and succeed.
+	// 409 for this very agent (the signature check says registered): look the
+	// device up and succeed (conflict_test.go: another agent's 409).
 	// Any other error status ends the run with the server's error code.
 	for status, wantErr := range map[int]bool{http.StatusConflict: false, http.StatusBadRequest: true} {
 		mux := http.NewServeMux()
 		mux.HandleFunc("POST /v1/agent/register/init", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(status)
 			fmt.Fprint(w, `{"error":"nope","code":"E_TEST","details":{}}`)
+		})
+		mux.HandleFunc("POST /v1/agent/verify/signature", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `{"verified":true,"registered":true}`)
 		})
 		mux.HandleFunc("GET /v1/agent/verify/device/dev-1", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, `{"registered":true,"verified":true,"humanId":"h-1","registeredAt":"x"}`)
