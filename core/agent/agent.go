@@ -189,6 +189,11 @@ func (s *Service) Init(ctx context.Context, c *Challenge, address string) (*Sess
 		return s.palm.PutChallenge(txn, ch)
 	})
 	if err != nil {
+		if errors.Is(err, ErrInvalid) || errors.Is(err, ErrAlreadyRegistered) || errors.Is(err, ErrTooManyPending) {
+			// Refused by fn, so nothing committed: the challenge is on no disk and
+			// must not hold a place under the pending caps for its lifetime.
+			s.palm.Release(ch)
+		}
 		return nil, err
 	}
 	s.events.Emit(ctx, event.Event{Kind: event.Registration, Outcome: event.Started,

@@ -143,7 +143,10 @@ type Challenge struct {
 	Reads [][]byte `json:"-"`
 
 	scanIssuedAt time.Time
-	replaced     []replacedNonce
+	// counted is the place New took under the pending caps (nil: none), which
+	// Release gives back when the challenge is never stored.
+	counted  *lapse
+	replaced []replacedNonce
 }
 
 // record is the stored form of a Challenge (with the fields hidden from JSON output).
@@ -272,11 +275,13 @@ func (s *Service) Dev() bool { return s.dev != nil }
 // network's cap) with its RetryAfter.
 func (s *Service) New(purpose Purpose, ref string, req Request, ttl time.Duration) (*Challenge, error) {
 	now := s.now()
-	if err := s.pending.take(purpose, req.Address, now, ttl+Grace); err != nil {
+	counted, err := s.pending.take(purpose, req.Address, now, ttl+Grace)
+	if err != nil {
 		return nil, err
 	}
 	nonce, err := newNonce()
 	if err != nil {
+		s.pending.give(purpose, counted)
 		return nil, err
 	}
 	expires := jsontime.Time(now.Add(ttl).UTC())
@@ -290,7 +295,22 @@ func (s *Service) New(purpose Purpose, ref string, req Request, ttl time.Duratio
 		Request:       req,
 		Ref:           ref,
 		scanIssuedAt:  now,
+		counted:       counted,
 	}, nil
+}
+
+// Release gives back the place under the pending caps that New took for c, when
+// c is never stored: the request that made it was refused (a replayed message,
+// an agent already registered), so nothing of it is on disk, and a refusal must
+// not shut new requests out for c's lifetime. Call it only once the transaction
+// that would have stored c has failed without committing; a second call does
+// nothing.
+func (s *Service) Release(c *Challenge) {
+	if c == nil || c.counted == nil {
+		return
+	}
+	s.pending.give(c.Purpose, c.counted)
+	c.counted = nil
 }
 
 func newNonce() (string, error) {

@@ -90,11 +90,12 @@ func newPendingCaps(limits, perNetwork map[Purpose]int) *pendingCaps {
 
 // take counts a new challenge of purpose p from client address (the edge's
 // address key; "" counts it under no network) at now, whose record can live
-// span, or returns a busy fault (Unavailable or TooMany, with RetryAfter) when the global cap or the address's network's
-// cap is reached.
-func (c *pendingCaps) take(p Purpose, address string, now time.Time, span time.Duration) error {
+// span, and returns its entry (nil when p has no cap), or returns a busy fault
+// (Unavailable or TooMany, with RetryAfter) when the global cap or the address's
+// network's cap is reached.
+func (c *pendingCaps) take(p Purpose, address string, now time.Time, span time.Duration) (*lapse, error) {
 	if c == nil || c.limits[p] <= 0 {
-		return nil
+		return nil, nil
 	}
 	limit, perNet := c.limits[p], c.perNet[p]
 	network := ""
@@ -115,18 +116,55 @@ func (c *pendingCaps) take(p Purpose, address string, now time.Time, span time.D
 			if len(w.all) >= limit { // it must wait for the global cap too
 				retry = max(retry, w.all[0].at.Sub(now))
 			}
-			return Busy(p, network, retry)
+			return nil, Busy(p, network, retry)
 		}
 	}
 	if len(w.all) >= limit {
-		return Busy(p, "", w.all[0].at.Sub(now))
+		return nil, Busy(p, "", w.all[0].at.Sub(now))
 	}
 	at := now.Add(span)
 	w.all = append(w.all, lapse{at: at, network: network})
 	if network != "" {
 		w.nets[network] = append(w.nets[network], at)
 	}
-	return nil
+	return &lapse{at: at, network: network}, nil
+}
+
+// give takes back one entry equal to l that take counted for purpose p (nothing
+// if it has lapsed meanwhile). Entries with the same lapse time and network are
+// alike, so any one of them goes; the order of the others is kept.
+func (c *pendingCaps) give(p Purpose, l *lapse) {
+	if c == nil || l == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.counts[p]
+	if w == nil {
+		return
+	}
+	// The newest entries are last: a refused request gives its place back at once.
+	found := false
+	for i := len(w.all) - 1; i >= 0 && !found; i-- {
+		if found = w.all[i].network == l.network && w.all[i].at.Equal(l.at); found {
+			w.all = append(w.all[:i], w.all[i+1:]...)
+		}
+	}
+	if !found || l.network == "" {
+		return // lapsed and pruned already, or counted under no network
+	}
+	mine := w.nets[l.network]
+	for i := len(mine) - 1; i >= 0; i-- {
+		if mine[i].Equal(l.at) {
+			mine = append(mine[:i], mine[i+1:]...)
+			break
+		}
+	}
+	if len(mine) == 0 {
+		delete(w.nets, l.network)
+	} else {
+		w.nets[l.network] = mine
+	}
 }
 
 // prune forgets the challenges lapsed at now, and the networks left with none.

@@ -168,3 +168,44 @@ func TestPendingCapForgetsNetworks(t *testing.T) {
 		t.Errorf("after the others lapsed: %d networks, %d challenges counted; want 1 of each", len(count.nets), len(count.all))
 	}
 }
+
+// TestReleaseGivesBackThePlace: a challenge that is never stored (its request
+// was refused) gives its place under the caps back, in all and in its network,
+// once; the places of the others stay counted, in their order.
+func TestReleaseGivesBackThePlace(t *testing.T) {
+	h := newPalmHarness(t, false)
+	svc := cappedService(t, h, 3, 2)
+	newFrom := func(addr string) (*Challenge, error) {
+		return svc.New(PurposeLogin, "ref", Request{Address: addr}, time.Minute)
+	}
+	a, err := newFrom("192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := newFrom("192.0.2.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newFrom("192.0.2.3"); err == nil {
+		t.Fatal("a third challenge of a network with a cap of 2 was counted")
+	}
+	svc.Release(b)
+	svc.Release(b) // twice: nothing more
+	c, err := newFrom("192.0.2.3")
+	if err != nil {
+		t.Fatalf("a challenge after a release: %v", err)
+	}
+	busyFault(t, func() error { _, err := newFrom("192.0.2.4"); return err }(), "the network full again")
+	if _, err := newFrom("198.51.100.1"); err != nil {
+		t.Fatalf("another network: %v", err)
+	}
+	busyFault(t, func() error { _, err := newFrom("203.0.113.1"); return err }(), "the global cap full")
+	svc.Release(a)
+	if got := svc.PendingStats()[0].Count; got != 2 {
+		t.Errorf("count after releasing a: %d, want 2 (c and the other network's)", got)
+	}
+	svc.Release(c)
+	if _, err := newFrom("192.0.2.5"); err != nil {
+		t.Fatalf("the network after releasing all of its challenges: %v", err)
+	}
+}
