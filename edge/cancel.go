@@ -168,7 +168,7 @@ func (s *Server) handleRegisterDecline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c.Status == palm.StatusPending {
-		if _, err := s.palm.Deny(r.Context(), c.ID, c.Nonce); err != nil && !errors.Is(err, palm.ErrNotPending) && !errors.Is(err, palm.ErrExpired) {
+		if _, err := s.palm.Withdraw(r.Context(), c.ID); err != nil && !errors.Is(err, palm.ErrNotPending) && !errors.Is(err, palm.ErrExpired) {
 			s.writeDeclineError(w, r, err)
 			return
 		}

@@ -53,7 +53,7 @@ func (s *Service) CancelLogin(ctx context.Context, id, binding, token, session s
 		return nil, oauthError(ErrInvalidRequest, "this authorization request was already answered")
 	}
 	if st.Challenge.Status == palm.StatusPending {
-		_, err := s.palm.Deny(ctx, st.Challenge.ID, st.Challenge.Nonce)
+		_, err := s.palm.Withdraw(ctx, st.Challenge.ID)
 		if err != nil && !errors.Is(err, palm.ErrNotPending) && !errors.Is(err, palm.ErrExpired) {
 			return nil, err
 		}

@@ -64,3 +64,30 @@ func TestAssertionEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestWithdraw: a decline on the page that asked (Withdraw) needs no scan nonce,
+// so it works after the scan URL lapsed, ends the challenge denied once, and is
+// no palm app's answer: no PalmAssertion event.
+func TestWithdraw(t *testing.T) {
+	h := newPalmHarness(t, false)
+	var rec eventtest.Recorder
+	h.svc.events = rec.Sink()
+	ctx := context.Background()
+
+	c := h.challenge(t)
+	h.clock.Advance(ScanLifetime + scanCompletionGrace + 1) // the scan URL has lapsed
+	if _, err := h.svc.Deny(ctx, c.ID, c.Nonce); err == nil {
+		t.Fatal("Deny with a lapsed scan nonce succeeded")
+	}
+	rec.Take()
+	done, err := h.svc.Withdraw(ctx, c.ID)
+	if err != nil || done.Status != StatusDenied {
+		t.Fatalf("Withdraw = %+v, %v; want denied", done, err)
+	}
+	if _, err := h.svc.Withdraw(ctx, c.ID); err == nil {
+		t.Error("a second Withdraw succeeded")
+	}
+	if got := rec.Take(); len(got) != 0 {
+		t.Errorf("Withdraw emitted %+v, want no palm assertion event", got)
+	}
+}

@@ -420,7 +420,7 @@ func (s *Service) complete(ctx context.Context, id, assertion string) (*Challeng
 		return nil, fmt.Errorf("%w: assertion is for another challenge", ErrBadAssertion)
 	}
 	human := humanKey(claims.Issuer, claims.Subject)
-	return s.finish(ctx, id, claims.Nonce, ErrBadAssertion, [][]byte{human}, func(txn storage.Txn, c *Challenge) error {
+	return s.finish(ctx, id, &claims.Nonce, ErrBadAssertion, [][]byte{human}, func(txn storage.Txn, c *Challenge) error {
 		humanID, err := s.humanFor(txn, claims.Issuer, claims.Subject)
 		if err != nil {
 			return err
@@ -433,17 +433,30 @@ func (s *Service) complete(ctx context.Context, id, assertion string) (*Challeng
 	})
 }
 
-// Deny records that the person declined challenge id.
+// Deny records that the person declined challenge id in the palm app, which
+// names the challenge by a nonce of its scan URL.
 func (s *Service) Deny(ctx context.Context, id, nonce string) (*Challenge, error) {
-	c, err := s.finish(ctx, id, nonce, ErrNotFound, nil, func(txn storage.Txn, c *Challenge) error {
-		c.Status = StatusDenied
-		if o := s.outcomes[c.Purpose]; o != nil {
-			return o.Denied(txn, c)
-		}
-		return nil
-	})
+	c, err := s.finish(ctx, id, &nonce, ErrNotFound, nil, s.deny)
 	s.emitEnd(ctx, c, err, event.Denied)
 	return c, err
+}
+
+// Withdraw records that the person declined challenge id on the page that asked
+// for it (the login page's Cancel, the registration page's "This is not my
+// agent"), whose caller has checked that page's own binding: no scan nonce is
+// needed, so a page left open past its scan URL's lifetime (a background tab, no
+// script) still declines while the challenge is pending. It is no palm app's
+// answer and emits no PalmAssertion event; the purpose's own event says it.
+func (s *Service) Withdraw(ctx context.Context, id string) (*Challenge, error) {
+	return s.finish(ctx, id, nil, ErrNotFound, nil, s.deny)
+}
+
+func (s *Service) deny(txn storage.Txn, c *Challenge) error {
+	c.Status = StatusDenied
+	if o := s.outcomes[c.Purpose]; o != nil {
+		return o.Denied(txn, c)
+	}
+	return nil
 }
 
 // DevScan completes challenge id as if the palm engine had recognised palmSubject.
@@ -464,9 +477,9 @@ func (s *Service) DevScan(ctx context.Context, id, nonce, palmSubject string) (*
 
 // finish moves a pending challenge to its end state in one transaction. The
 // nonce must be one a scan URL of the challenge carried recently (see nonceState);
-// an unknown one gives wrongNonce. The keys of prefetch, which end reads, are read
-// with the challenge.
-func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error, prefetch [][]byte, end func(storage.Txn, *Challenge) error) (*Challenge, error) {
+// an unknown one gives wrongNonce; nil (Withdraw) checks none. The keys of
+// prefetch, which end reads, are read with the challenge.
+func (s *Service) finish(ctx context.Context, id string, nonce *string, wrongNonce error, prefetch [][]byte, end func(storage.Txn, *Challenge) error) (*Challenge, error) {
 	if !validChallengeID(id) {
 		return nil, ErrNotFound
 	}
@@ -480,9 +493,11 @@ func (s *Service) finish(ctx context.Context, id, nonce string, wrongNonce error
 			return err
 		}
 		now := s.now()
-		nonceSt := c.nonceState(nonce, now)
-		if nonceSt == nonceUnknown {
-			return wrongNonce
+		nonceSt := nonceOpen
+		if nonce != nil {
+			if nonceSt = c.nonceState(*nonce, now); nonceSt == nonceUnknown {
+				return wrongNonce
+			}
 		}
 		switch c.StatusAt(now) {
 		case StatusPending:
