@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -214,8 +216,13 @@ func (s *Server) handleAgentsRemove(w http.ResponseWriter, r *http.Request) {
 		s.writeAgentsPageError(w, r, err)
 		return
 	}
+	notice := "Removed " + removed.DeviceID + "."
 	if err != nil {
 		s.logger.Warn("palmgate: after removing an agent", zap.String("deviceId", removed.DeviceID), zap.Error(err))
+		// The person may be removing a stolen agent: say that what it was
+		// already given lives on (it gets nothing new: it is not registered).
+		notice += " What it was already given could not be ended now: its access tokens keep working until they expire, within " +
+			shortDuration(s.oidc.AccessTTL()) + "."
 	}
 	s.logger.Info("palmgate agent removed",
 		zap.String("by", "owner"), zap.String("deviceId", removed.DeviceID), zap.String("humanId", removed.HumanID),
@@ -236,7 +243,19 @@ func (s *Server) handleAgentsRemove(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, ownerPageJSON{Status: "removed", HumanID: o.HumanID, Agents: agents, Grants: grants, ExpiresAt: &o.ExpiresAt})
 		return
 	}
-	s.renderAgentsPage(w, r, o, agents, "Removed "+removed.DeviceID+".")
+	s.renderAgentsPage(w, r, o, agents, notice)
+}
+
+// shortDuration writes d as people read it: "1h", "90m", "1h30m", "45s".
+func shortDuration(d time.Duration) string {
+	out := d.String()
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
 }
 
 // handleAgentsSignout ends the owner session (form: csrf).

@@ -38,6 +38,10 @@ func TestAgentRemovedByItsOwnerLosesItsTokens(t *testing.T) {
 	e.agents.OnRemoved(func(context.Context, agent.Removed) error { return errors.New("store unavailable") })
 	w = e.ownerPost(t, "/v1/human/agents/remove", cookie, url.Values{"csrf": {csrf}, "deviceId": {other.deviceID}})
 	wantPage(t, w, http.StatusOK, "Removed hook-fails-bot.")
+	// The person is told that what the agent was already given lives on: they
+	// may be removing a stolen agent.
+	wantPage(t, w, http.StatusOK, "could not be ended now")
+	wantPage(t, w, http.StatusOK, "within 1h")
 	if m := decode(t, e.get(t, "/v1/agent/verify/device/hook-fails-bot")); m["registered"] != false {
 		t.Errorf("a failing hook undid the removal: %v", m)
 	}
