@@ -45,6 +45,10 @@ type errorPageData struct {
 	StatusClass string
 	// ActionURL and ActionText, when set, are the page's one button.
 	ActionURL, ActionText string
+	// ActionLink, instead of ActionURL, is a client's registered redirect URI
+	// (validated: no script or content scheme), which may be an app's private-use
+	// scheme (RFC 8252 7.1) that the template would otherwise replace.
+	ActionLink template.URL
 	// Code and Detail are the technical code and message, in small print.
 	Code, Detail string
 	HTTPStatus   int

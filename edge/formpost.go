@@ -108,11 +108,7 @@ func frameAncestorSource(uri string) string {
 func (s *Server) confirmRedirect(w http.ResponseWriter, r *http.Request, back *oidc.RedirectError) {
 	answer := back.Redirect(s.oidc.Issuer())
 	answer.Mode = oidc.ResponseModeQuery
-	host := back.RedirectURI
-	if u, err := url.Parse(back.RedirectURI); err == nil && u.Host != "" {
-		host = u.Host
-	}
-	host = boundRunes(host, 100)
+	host := boundRunes(oidc.RedirectDestination(back.RedirectURI), 100) // an app's scheme, not a host, for a private-use one
 	setNoStore(w)
 	s.renderErrorPage(w, r, http.StatusBadRequest, errorPageData{
 		Title: "Sign-in refused", StatusClass: "bad",
@@ -121,7 +117,7 @@ func (s *Server) confirmRedirect(w http.ResponseWriter, r *http.Request, back *o
 			"It came from an application that registered itself with this service, not with its operator, and asks to be answered at " + host + ".",
 			"Continue only if you know " + host + " and meant to sign in there; otherwise close this page.",
 		},
-		ActionURL: answer.URL(), ActionText: "Continue to " + host,
+		ActionLink: template.URL(answer.URL()), ActionText: "Continue to " + host, // a registered redirect URI (oidc.CheckClientRedirectURI)
 		Code: back.Fault.Code, Detail: boundRunes(back.Fault.Message, maxDetailRunes),
 	})
 }

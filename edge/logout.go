@@ -20,8 +20,12 @@ var signedOutPage = template.Must(template.ParseFS(pageFiles, "pages/signedout.h
 type signedOutPageData struct {
 	Title, Outcome, StatusClass string
 	Lines                       []string
-	CSPNonce                    string
-	Brand                       brand.Brand
+	// Link and LinkText, when set, are the page's one link: on to a
+	// post_logout_redirect_uri an anonymous registrant chose (oidc.Logout.Confirm).
+	Link     template.URL
+	LinkText string
+	CSPNonce string
+	Brand    brand.Brand
 }
 
 // handleLogout is the end_session_endpoint (OpenID Connect RP-Initiated Logout 1.0),
@@ -54,7 +58,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if c := s.logger.Check(zap.DebugLevel, "palmgate logout"); c != nil {
 		c.Write(zap.String("client_id", out.ClientID), zap.Bool("revoked", out.GrantID != ""), zap.Bool("session_ended", ended), zap.Bool("redirect", out.RedirectURI != ""))
 	}
-	if u := out.URL(); u != "" {
+	if u := out.URL(); u != "" && !out.Confirm {
 		w.Header().Set("Cache-Control", "no-store")
 		http.Redirect(w, r, u, http.StatusFound)
 		return
@@ -71,6 +75,15 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 		// Without id_token_hint no sign-in can be named, and this browser holds no
 		// palmgate session: nothing to end here.
 		d.Lines = []string{"This browser holds no palmgate session: the next sign-in asks for your palm.", "You can close this page."}
+	}
+	if out.Confirm {
+		// Not redirected unseen: the URI is an anonymous registrant's, and no
+		// id_token_hint shows anyone signed in there (oidc.Logout.Confirm).
+		dest := boundRunes(oidc.RedirectDestination(out.RedirectURI), 100)
+		d.Lines = append(d.Lines[:len(d.Lines)-1:len(d.Lines)-1],
+			"The sign-out link came from an application that registered itself with this service, not with its operator.",
+			"Continue only if you know "+dest+"; otherwise close this page.")
+		d.Link, d.LinkText = template.URL(out.URL()), "Continue to "+dest // a registered URI (oidc.CheckClientRedirectURI)
 	}
 	s.renderSignedOutPage(w, r, http.StatusOK, d)
 }

@@ -44,3 +44,25 @@ func TestPublicApp(t *testing.T) {
 		t.Errorf("a wildcard origin: %d, want 400 naming allowed_origin\n%s", r.Code, r.Body)
 	}
 }
+
+// TestNativeApp (fourth review; RFC 8252 7.1): a public native app is created
+// with its private-use scheme redirect URI and shown with it, and no web origin
+// comes of it; a confidential app with one is a 400 page saying why.
+func TestNativeApp(t *testing.T) {
+	p, _ := newPortal(t, "http://127.0.0.1:8080")
+	cookie := signedIn(p, "human-1")
+	var s session
+	p.open("session", cookie.Value, &s)
+	csrf := p.csrfToken(&s)
+	form := url.Values{"csrf": {csrf}, "name": {"Desktop App"}, "redirect_uris": {"com.example.app:/oauth2redirect"}, "public": {"on"}}
+	r := serve(p, "POST", "/portal/apps", form, cookie)
+	body := r.Body.String()
+	if r.Code != http.StatusOK || !strings.Contains(body, "com.example.app:/oauth2redirect") || !strings.Contains(body, `id="auth-method">public`) ||
+		strings.Contains(body, "com.example.app://") {
+		t.Fatalf("create a native app: %d\n%s", r.Code, body)
+	}
+	form.Del("public")
+	if r := serve(p, "POST", "/portal/apps", form, cookie); r.Code != http.StatusBadRequest || !strings.Contains(r.Body.String(), "public client") {
+		t.Errorf("a confidential app with a private-use scheme: %d, want 400 saying it is for public clients\n%s", r.Code, r.Body)
+	}
+}

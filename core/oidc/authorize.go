@@ -252,6 +252,10 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	case len(mode) > 1:
 		return nil, oauthError(ErrInvalidRequest, "parameter response_mode is given more than once")
 	case len(mode) == 0 || mode[0] == ResponseModeQuery:
+	case mode[0] == ResponseModeFormPost && PrivateUseRedirect(back.RedirectURI):
+		// A form_post page posts from the browser: an app's private-use scheme
+		// (redirect_private.go) takes no POST. Refused in query mode.
+		return nil, oauthError(ErrInvalidRequest, "response_mode form_post is not for a private-use scheme redirect_uri: use query")
 	case mode[0] == ResponseModeFormPost:
 		back.ResponseMode = ResponseModeFormPost
 	default:

@@ -39,12 +39,12 @@ func CheckClients(clients []Client, dev bool) error {
 		}
 		// The dynamic clients' check: https, or http on loopback (anywhere in dev mode).
 		for _, ru := range c.RedirectURIs {
-			if err := CheckRedirectURI("redirect_uri", ru, dev); err != nil {
+			if err := CheckClientRedirectURI("redirect_uri", ru, dev, c.Public); err != nil {
 				return fmt.Errorf("client %s: %w", c.ID, err)
 			}
 		}
 		for _, ru := range c.PostLogoutRedirectURIs {
-			if err := CheckRedirectURI("post_logout_redirect_uri", ru, dev); err != nil {
+			if err := CheckClientRedirectURI("post_logout_redirect_uri", ru, dev, c.Public); err != nil {
 				return fmt.Errorf("client %s: %w", c.ID, err)
 			}
 		}

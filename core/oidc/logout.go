@@ -33,6 +33,13 @@ type Logout struct {
 	// back to, and State the state to echo there; "" means show the signed-out page.
 	RedirectURI string
 	State       string
+	// Confirm: RedirectURI is an anonymous registrant's (RFC 7591, a client ID
+	// metadata document) and the request carried no id_token_hint issued to its
+	// client, so nothing shows that anyone signed in there: anyone's link to the
+	// logout endpoint would redirect on to a page its registrant chose, under the
+	// issuer's name (an open redirector, RFC 9700 4.11.2). The edge ends the
+	// session, then shows the signed-out page with one link to URL.
+	Confirm bool
 }
 
 // URL is the post-logout redirect with its state, or "" when there is none.
@@ -114,6 +121,7 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 			return nil, oauthError(ErrInvalidRequest, "post_logout_redirect_uri is not registered for this client")
 		}
 		out.RedirectURI, out.State = redirect, state
+		out.Confirm = cl.anonymous && hint == "" // a hint names cl: it is one of the hint's audience (above)
 	}
 	ended := event.Event{Kind: event.Logout, Outcome: event.NoSession, ClientID: out.ClientID}
 	if out.GrantID != "" {

@@ -58,6 +58,7 @@ type metadataDocument struct {
 	GrantTypes              []string `json:"grant_types"`
 	ResponseTypes           []string `json:"response_types"`
 	ClientSecret            *string  `json:"client_secret"`
+	PostLogoutRedirectURIs  []string `json:"post_logout_redirect_uris"`
 }
 
 // metaErr is the refusal of a metadata client: invalid_request (the client_id
@@ -152,11 +153,19 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 		name = u.Hostname()
 	}
 	for _, u := range doc.RedirectURIs {
-		if err := CheckRedirectURI("redirect_uri", u, false); err != nil { // as selfreg.go, even in dev mode
+		if err := CheckClientRedirectURI("redirect_uri", u, false, true); err != nil { // as selfreg.go (a public client), even in dev mode
+			return nil, metaErr(id, "its client metadata document: %s", err.Error())
+		}
+	}
+	for _, u := range doc.PostLogoutRedirectURIs { // as redirect_uris (Logout.Confirm)
+		if err := CheckClientRedirectURI("post_logout_redirect_uri", u, false, true); err != nil {
 			return nil, metaErr(id, "its client metadata document: %s", err.Error())
 		}
 	}
 	spec := ClientSpec{Name: &name, RedirectURIs: doc.RedirectURIs}
+	if len(doc.PostLogoutRedirectURIs) > 0 {
+		spec.PostLogoutRedirectURIs = doc.PostLogoutRedirectURIs
+	}
 	if err := r.validateSpec(&spec); err != nil {
 		return nil, metaErr(id, "its client metadata document: %s", err.Error())
 	}
@@ -166,6 +175,6 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 		idTokenAlg: IDTokenAlgs[0], accessTokenAudience: AudienceBaseURL,
 		public: true, loopbackAnyPort: true,
 		origins:    originsOf(true, nil, spec.RedirectURIs), // a public client's: its redirect URIs'
-		grantTypes: grants, anonymous: true,
+		grantTypes: grants, anonymous: true, postLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
 	}, nil
 }

@@ -53,9 +53,11 @@ func (r *Clients) validateSpec(spec *ClientSpec) error {
 }
 
 // ValidateRedirectURI checks a dynamic client's redirect URI (CheckRedirectURI):
-// http only for a loopback host, or anywhere when dev is set.
+// http only for a loopback host, or anywhere when dev is set; a private-use scheme
+// one (CheckClientRedirectURI) too, which only a public client may have: Create
+// and Update check that against the client (checkPrivateUseOwner).
 func ValidateRedirectURI(uri string, dev bool) error {
-	return CheckRedirectURI("redirect_uri", uri, dev)
+	return CheckClientRedirectURI("redirect_uri", uri, dev, true)
 }
 
 // CheckRedirectURI is the one check of every redirect URI, static or dynamic, and of

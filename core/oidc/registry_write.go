@@ -30,6 +30,9 @@ func (r *Clients) create(ctx context.Context, spec ClientSpec, sr *selfReg) (*Cl
 	if err := r.validateSpec(&spec); err != nil {
 		return nil, "", err
 	}
+	if err := checkPrivateUseOwner(spec.Public, spec.RedirectURIs, spec.PostLogoutRedirectURIs); err != nil {
+		return nil, "", err
+	}
 	idBytes := make([]byte, 16)
 	if _, err := rand.Read(idBytes); err != nil {
 		return nil, "", err
@@ -161,7 +164,7 @@ func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec)
 		if spec.AllowedOrigins != nil {
 			rec.AllowedOrigins = spec.AllowedOrigins
 		}
-		return nil
+		return checkPrivateUseOwner(rec.Public, rec.RedirectURIs, rec.PostLogoutRedirectURIs)
 	})
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ import (
 //     work is never deleted under them, and one abandoned goes away.
 //
 // A registration names only what RFC 7591 needs here: redirect_uris, client_name,
+// post_logout_redirect_uris (RP-Initiated Logout 1.0 3.1; see Logout.Confirm),
 // token_endpoint_auth_method (none: public; client_secret_basic, the RFC's
 // default, or client_secret_post: confidential, with a secret shown once),
 // grant_types (authorization_code, with refresh_token and the agents' jwt-bearer
@@ -76,6 +77,10 @@ type RegistrationRequest struct {
 	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
 	GrantTypes              []string `json:"grant_types"`
 	ResponseTypes           []string `json:"response_types"`
+	// PostLogoutRedirectURIs (OpenID Connect RP-Initiated Logout 1.0 3.1),
+	// validated as redirect_uris are; a logout without id_token_hint does not go
+	// there unseen (Logout.Confirm).
+	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
 }
 
 // Registered is the RFC 7591 3.2.1 answer.
@@ -89,6 +94,7 @@ type Registered struct {
 	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
 	GrantTypes              []string `json:"grant_types"`
 	ResponseTypes           []string `json:"response_types"`
+	PostLogoutRedirectURIs  []string `json:"post_logout_redirect_uris,omitempty"`
 }
 
 // RegistrationOpen reports whether RFC 7591 registration is on (discovery's
@@ -137,21 +143,37 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 	}
 	for _, u := range req.RedirectURIs {
 		// https, or http on a loopback host (RFC 8252) even in dev mode: an
-		// anonymous client gets no plain-http redirect elsewhere.
-		if err := CheckRedirectURI("redirect_uri", strings.TrimSpace(u), false); err != nil {
+		// anonymous client gets no plain-http redirect elsewhere; a public one
+		// (a native app) a private-use scheme besides (redirect_private.go).
+		if err := CheckClientRedirectURI("redirect_uri", strings.TrimSpace(u), false, method == TokenAuthMethodNone); err != nil {
 			return nil, regError(ErrInvalidRedirectURI, "%s", err.Error())
+		}
+	}
+	for _, u := range req.PostLogoutRedirectURIs { // as redirect_uris
+		if err := CheckClientRedirectURI("post_logout_redirect_uri", strings.TrimSpace(u), false, method == TokenAuthMethodNone); err != nil {
+			return nil, regError(ErrInvalidClientMetadata, "%s", err.Error())
 		}
 	}
 	uris := ClientSpec{RedirectURIs: req.RedirectURIs}
 	if err := r.validateSpec(&uris); err != nil {
 		return nil, regError(ErrInvalidRedirectURI, "%s", err.Error())
 	}
+	var logouts []string
+	if len(req.PostLogoutRedirectURIs) > 0 {
+		l := ClientSpec{PostLogoutRedirectURIs: req.PostLogoutRedirectURIs}
+		if err := r.validateSpec(&l); err != nil {
+			return nil, regError(ErrInvalidClientMetadata, "%s", err.Error())
+		}
+		logouts = l.PostLogoutRedirectURIs
+	}
 	name := req.ClientName
 	if name == "" {
 		u, _ := url.Parse(uris.RedirectURIs[0])
-		name = u.Hostname()
+		if name = u.Hostname(); name == "" {
+			name = u.Scheme // a private-use scheme's com.example.app:/cb has no host
+		}
 	}
-	spec := ClientSpec{Name: &name, RedirectURIs: uris.RedirectURIs, Public: method == TokenAuthMethodNone}
+	spec := ClientSpec{Name: &name, RedirectURIs: uris.RedirectURIs, Public: method == TokenAuthMethodNone, PostLogoutRedirectURIs: logouts}
 	if err := r.validateSpec(&spec); err != nil {
 		return nil, regError(ErrInvalidClientMetadata, "client_name: %s", err.Error())
 	}
@@ -168,6 +190,7 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 	out := &Registered{
 		ClientID: info.ID, ClientIDIssuedAt: info.CreatedAt.Unix(), ClientName: info.Name,
 		RedirectURIs: info.RedirectURIs, TokenEndpointAuthMethod: method, GrantTypes: grants, ResponseTypes: responses,
+		PostLogoutRedirectURIs: logouts,
 	}
 	if secret != "" {
 		// The secret works as long as the registration: it lapses at ExpiresAt
