@@ -156,6 +156,11 @@ func TestValidate(t *testing.T) {
 	if err := valid().Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
+	native := valid() // fourth review: a public native app's private-use scheme (RFC 8252 7.1)
+	native.Clients = []Client{{ID: "desktop", Public: true, RedirectURIs: []string{"com.example.app:/oauth2redirect"}, PostLogoutRedirectURIs: []string{"com.example.app:/out"}}}
+	if err := native.Validate(); err != nil {
+		t.Fatalf("a public client with a private-use scheme refused: %v", err)
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(*App)
@@ -179,6 +184,12 @@ func TestValidate(t *testing.T) {
 			a.Clients = []Client{{ID: "c", Public: true, RedirectURIs: []string{"https://a/cb"}, AllowedOrigins: []string{"*"}}}
 		}, "allowed_origins"},
 		{"relative redirect", func(a *App) { a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"/cb"}}} }, "redirect_uri"},
+		{"private-use scheme of a confidential client", func(a *App) {
+			a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"com.example.app:/cb"}}}
+		}, "is for a public client"},
+		{"javascript redirect of a public client", func(a *App) {
+			a.Clients = []Client{{ID: "c", Public: true, RedirectURIs: []string{"javascript://x/%0aalert(1)"}}}
+		}, "not an app's own"},
 		{"wildcard redirect (issue 18, finding 6)", func(a *App) {
 			a.Clients = []Client{{ID: "c", Secret: "s", RedirectURIs: []string{"https://*.evil.example/cb"}}}
 		}, "client c: redirect_uri"},

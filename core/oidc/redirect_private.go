@@ -124,6 +124,9 @@ func checkPrivateUseOwner(public bool, lists ...[]string) error {
 			option = "post_logout_redirect_uri"
 		}
 		for _, u := range list {
+			if !PrivateUseRedirect(u) {
+				continue // validated by validateSpec (a stored one by the rules of its day: an update of the name must not fail on it)
+			}
 			if err := CheckClientRedirectURI(option, u, true, public); err != nil {
 				return err
 			}
