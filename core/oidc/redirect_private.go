@@ -38,6 +38,16 @@ var refusedSchemes = map[string]bool{
 	"mailto": true, "tel": true, "sms": true, "callto": true, "news": true, "nntp": true,
 	"ldap": true, "ldaps": true, "telnet": true, "ssh": true, "smb": true, "nfs": true,
 	"localhost": true,
+	// Operating system handlers that fetch and open or run what the URI names
+	// (search-ms, ms-msdt: CVE-2022-30190, jnlp, itms-services), and every
+	// ms-* one (refusedScheme).
+	"search": true, "search-ms": true, "shell": true, "jnlp": true, "itms-services": true,
+	"microsoft-edge": true, "microsoft-edge-holographic": true,
+}
+
+// refusedScheme reports whether no redirect URI may use scheme (lowercase).
+func refusedScheme(scheme string) bool {
+	return refusedSchemes[scheme] || strings.HasSuffix(scheme, "-extension") || strings.HasPrefix(scheme, "ms-")
 }
 
 // uriScheme returns the scheme of uri (lowercase) and whether it has one that
@@ -67,7 +77,7 @@ func PrivateUseRedirect(uri string) bool {
 // at most MaxRedirectURILen long, with no space, control or invisible character,
 // no wildcard, no fragment, no user information, a path or an authority after
 // `scheme:/` (not the opaque form), and a
-// scheme that is not refused (refusedSchemes, any *-extension one).
+// scheme that is not refused (refusedScheme).
 func checkPrivateUse(option, uri string) error {
 	if len(uri) > MaxRedirectURILen {
 		return clientErr(ErrClientInvalid, "%s: 1 to %d characters", option, MaxRedirectURILen)
@@ -78,7 +88,7 @@ func checkPrivateUse(option, uri string) error {
 		return clientErr(ErrClientInvalid, "%s %.200q: must not contain spaces, control or invisible characters", option, uri)
 	}
 	scheme, _ := uriScheme(uri)
-	if refusedSchemes[scheme] || strings.HasSuffix(scheme, "-extension") {
+	if refusedScheme(scheme) {
 		return clientErr(ErrClientInvalid, "%s %.200q: the scheme %s is not an app's own: use https, http on a loopback host, or a private-use scheme of the app (RFC 8252 7.1)", option, uri, scheme)
 	}
 	if strings.Contains(uri, "*") {

@@ -30,6 +30,7 @@ func TestPrivateUseSchemeRedirectURIs(t *testing.T) {
 		"javascript:alert(1)//", "JavaScript://x/%0aalert(1)", "data:/text/html,x", "vbscript:/x", "file:///etc/passwd", "blob:/x",
 		"about:/blank", "filesystem:/x", "view-source:/x", "ws://evil.example/x", "wss://evil.example/x", "ftp://evil.example/x",
 		"chrome://settings/", "chrome-extension://abc/cb", "moz-extension://abc/cb", "mailto:/a", "intent://x/#Intent;end",
+		"ms-msdt:/id%20PCWDiagnostic", "MS-Word://ofe/u", "search-ms://query=x", "jnlp://evil.example/app.jnlp",
 		"com.example.app:oauth2redirect", "example.com:443/cb", "com.example.app:", "com.example.app:/", "com.example.app:/cb#f",
 		"com.example.app://u@x/cb", "com.example.app:/cb/*", "com.example.app:/c b", "1app:/cb", "localhost:8080/cb",
 	} {
