@@ -43,6 +43,10 @@ type pageData struct {
 	Brand brand.Brand
 }
 
+// NativeOnly reports whether the page's application has only private-use scheme
+// redirect URIs (a native app's): its page shows no web server program.
+func (d *pageData) NativeOnly() bool { return d.App != nil && webRedirect(d.App) == "" }
+
 func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, d *pageData) {
 	d.CSPNonce = randomString(16)
 	d.Dev = p.dev

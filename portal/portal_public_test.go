@@ -58,7 +58,7 @@ func TestNativeApp(t *testing.T) {
 	r := serve(p, "POST", "/portal/apps", form, cookie)
 	body := r.Body.String()
 	if r.Code != http.StatusOK || !strings.Contains(body, "com.example.app:/oauth2redirect") || !strings.Contains(body, `id="auth-method">public`) ||
-		strings.Contains(body, "com.example.app://") {
+		strings.Contains(body, "com.example.app://") || !strings.Contains(body, `id="native-only"`) || strings.Contains(body, `id="figure-go"`) {
 		t.Fatalf("create a native app: %d\n%s", r.Code, body)
 	}
 	form.Del("public")

@@ -78,8 +78,25 @@ func (v snippetValues) render(name string) string {
 }
 
 // snippets are the application's ready-to-run configurations.
+//
+// The programs are web servers: they take the first http(s) redirect URI. An
+// application with only a native app's private-use scheme URIs (RFC 8252 7.1)
+// gets none of them (no web server can receive com.example.app:/cb), only the
+// Caddyfile (pageData.NativeOnly).
 func (p *Portal) snippets(ci *oidc.ClientInfo) []snippet {
-	v := newSnippetValues(p.issuer+"/oauth2", ci.ID, ci.RedirectURIs[0], ci.TokenEndpointAuthMethod == "none")
+	caddyfile := snippet{ID: "caddyfile", Title: "Caddyfile: protect an upstream, in the Caddy that runs palmgate", Code: `app.example.com {
+	palmgate_bearer {
+		scope openid
+	}
+	reverse_proxy 127.0.0.1:9000 {
+		header_up X-User-Sub {http.auth.user.id}
+	}
+}`}
+	redirect := webRedirect(ci)
+	if redirect == "" {
+		return []snippet{caddyfile}
+	}
+	v := newSnippetValues(p.issuer+"/oauth2", ci.ID, redirect, ci.TokenEndpointAuthMethod == "none")
 	secret := "PALMGATE_CLIENT_SECRET=<the secret> "
 	if v.Public {
 		secret = ""
@@ -91,13 +108,17 @@ func (p *Portal) snippets(ci *oidc.ClientInfo) []snippet {
 			Run: "npm install openid-client@6 && " + secret + "node rp.mjs", Code: v.render("rp.mjs.tmpl")},
 		{ID: "python", Title: "Python: Authlib with Flask", File: "app.py",
 			Run: "pip install Authlib Flask requests && " + secret + "python3 app.py", Code: v.render("rp.py.tmpl")},
-		{ID: "caddyfile", Title: "Caddyfile: protect an upstream, in the Caddy that runs palmgate", Code: `app.example.com {
-	palmgate_bearer {
-		scope openid
+		caddyfile,
 	}
-	reverse_proxy 127.0.0.1:9000 {
-		header_up X-User-Sub {http.auth.user.id}
+}
+
+// webRedirect is the application's first http(s) redirect URI, "" when all are
+// a native app's private-use scheme ones.
+func webRedirect(ci *oidc.ClientInfo) string {
+	for _, u := range ci.RedirectURIs {
+		if !oidc.PrivateUseRedirect(u) {
+			return u
+		}
 	}
-}`},
-	}
+	return ""
 }
