@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/palmgate/palmgate/core/oidc"
 )
@@ -107,5 +108,48 @@ func TestAnonymousClientLogoutIsConfirmed(t *testing.T) {
 	wantStatus(t, w, http.StatusFound)
 	if got := w.Header().Get("Location"); got != bye+"?state=s-2" {
 		t.Fatalf("logout with the client's hint: Location %q; want %s?state=s-2", got, bye)
+	}
+}
+
+// TestPrivateUseSchemeInSessionAsksEachTime (fourth review; RFC 8252 8.6): within
+// the SSO session, a request to a private-use scheme URI (which any app may
+// claim) is not answered with a code at once even after consent: the consent
+// page says it asks each time, and its Allow sends the code to cursor://.
+func TestPrivateUseSchemeInSessionAsksEachTime(t *testing.T) {
+	e := newEnv(t, withSSO(12*time.Hour), withRegistration(oidc.RegistrationConfig{}))
+	w := e.postJSON(t, "/oauth2/register", map[string]any{"redirect_uris": []string{cursorCallback}, "token_endpoint_auth_method": "none", "client_name": "Cursor"})
+	wantStatus(t, w, http.StatusCreated)
+	id, _ := decode(t, w)["client_id"].(string)
+	q := url.Values{"response_type": {"code"}, "client_id": {id}, "redirect_uri": {cursorCallback}, "scope": {"openid"}, "state": {"st-9"},
+		"code_challenge": {pkceChallenge()}, "code_challenge_method": {"S256"}}
+	w = e.scanned(t, q, "alice")
+	wantStatus(t, w, http.StatusFound)
+	sess := cookieNamed(w, "__Host-palmgate_session")
+	if sess == nil || !strings.HasPrefix(w.Header().Get("Location"), cursorCallback+"?") {
+		t.Fatalf("the scan's answer: Location %q, session %v", w.Header().Get("Location"), sess)
+	}
+	w = e.do(t, req{method: http.MethodGet, target: "/oauth2/authorize?" + q.Encode(), cookies: []*http.Cookie{sess}})
+	wantStatus(t, w, http.StatusFound)
+	loc, _ := url.Parse(w.Header().Get("Location"))
+	if loc.Path != "/oauth2/consent" {
+		t.Fatalf("in the session: Location %q; want the consent page, not a code for whichever app holds the scheme", loc)
+	}
+	login := w.Result().Cookies()[0]
+	page := e.do(t, req{method: http.MethodGet, target: loc.RequestURI(), cookies: []*http.Cookie{sess, login}})
+	wantPage(t, page, http.StatusOK, `id="each-time"`)
+	m := consentTokenRE.FindStringSubmatch(page.Body.String())
+	if m == nil {
+		t.Fatalf("no consent form: %s", page.Body)
+	}
+	form := url.Values{"auth_request_id": {loc.Query().Get("auth_request_id")}, "csrf_token": {html.UnescapeString(m[1])}, "decision": {"allow"}}
+	w = e.do(t, req{method: http.MethodPost, target: "/oauth2/consent", body: form.Encode(), contentType: "application/x-www-form-urlencoded", cookies: []*http.Cookie{sess, login}})
+	wantStatus(t, w, http.StatusFound)
+	if next, _ := url.Parse(w.Header().Get("Location")); !strings.HasPrefix(next.String(), cursorCallback+"?") || next.Query().Get("code") == "" {
+		t.Fatalf("Allow: Location %q; want the code at cursor://", w.Header().Get("Location"))
+	}
+	q.Set("prompt", "none")
+	w = e.do(t, req{method: http.MethodGet, target: "/oauth2/authorize?" + q.Encode(), cookies: []*http.Cookie{sess}})
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "consent_required") {
+		t.Fatalf("prompt=none: %d %q; want the confirm page with consent_required", w.Code, w.Header().Get("Location"))
 	}
 }

@@ -35,6 +35,9 @@ type consentPageData struct {
 	// ToClient: the form's answer redirects to the client's redirect_uri, so the
 	// page has no CSP form-action (pagePolicy.toClient).
 	ToClient bool
+	// EachTime: the answer goes to a native app's private-use scheme, which is
+	// asked for each time (oidc: RFC 8252 8.6), not remembered.
+	EachTime bool
 }
 
 // sessionCookieName is the SSO session's cookie.
@@ -91,7 +94,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(oidc.DescribeResource(st.Request.Resource))))
 	}
 	s.renderConsentPage(w, r, http.StatusOK, consentPageData{Title: "Allow access?", Lines: lines, Scopes: oidc.DescribeScopeList(st.Request.Scopes), Open: true,
-		AuthRequestID: st.Request.ID, Token: st.Token, ToClient: true})
+		AuthRequestID: st.Request.ID, Token: st.Token, ToClient: true, EachTime: oidc.PrivateUseRedirect(st.Request.RedirectURI)})
 }
 
 // handleConsent takes the consent form: the code (or access_denied) goes back to

@@ -165,3 +165,35 @@ func TestAnonymousClientPostLogoutRedirect(t *testing.T) {
 		t.Error("a metadata document with a javascript post_logout_redirect_uri was served")
 	}
 }
+
+// TestPrivateUseSchemeNeedsInteraction (fourth review; RFC 8252 8.6): any app
+// may claim a private-use scheme, so one that sends a person's browser to
+// palmgate with Cursor's client_id, redirect URI and its own PKCE challenge would
+// get a code for its verifier at once from the SSO session once the person had
+// consented to Cursor. palmgate answered such a request with a code, no page.
+// Now every in-session request to a private-use scheme URI shows the consent
+// page (prompt=none: consent_required); the scan is interaction enough.
+func TestPrivateUseSchemeNeedsInteraction(t *testing.T) {
+	h := newSSOHarness(t, ssoTTL)
+	ctx := context.Background()
+	h.openRegistration(RegistrationConfig{})
+	out := h.register(t, RegistrationRequest{RedirectURIs: []string{cursorRedirect, regLoopback}, ClientName: "Cursor", TokenEndpointAuthMethod: "none"}, "")
+	p := []string{"client_id", out.ClientID, "redirect_uri", cursorRedirect, "code_challenge", spaChallenge(), "code_challenge_method", "S256", "scope", "openid"}
+	_, sess := h.scanLogin(t, p, "alice", "")
+	ar, err := h.inSession(sess.ID, testBrowser, p...)
+	if err != nil || ar.Status != RequestConsent || ar.Answer != nil {
+		t.Fatalf("in-session request to a private-use scheme = %+v, %v; want the consent page, no code", ar, err)
+	}
+	st, err := h.svc.ConsentPage(ctx, ar.ID, testBinding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.svc.Consent(ctx, ar.ID, testBinding, sess.ID, st.Token, true); err != nil || r.Code == "" || r.URI != cursorRedirect {
+		t.Fatalf("Consent = %+v, %v; want a code to the app", r, err)
+	}
+	_, err = h.inSession(sess.ID, testBrowser, append(p, "prompt", "none")...)
+	wantError(t, err, ErrConsentRequired)
+	// Its loopback URI is answered from the session as before (RFC 8252 7.3).
+	p[3] = regLoopback
+	wantCode(t)(h.inSession(sess.ID, testBrowser, p...))
+}

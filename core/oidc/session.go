@@ -232,7 +232,13 @@ func (s *Service) authorizeInSession(ctx context.Context, ar *AuthRequest, brows
 		r := *ar
 		r.ID, r.ExpiresAt, r.BrowserHash = uuid.NewString(), now.Add(s.loginTTL), bindingHash(browser.Binding)
 		r.HumanID, r.AuthTime, r.SessionHash = sess.HumanID, sess.AuthTime, hash
-		if slices.Contains(ar.prompt, "consent") || !covers(consented, ar.Scopes) {
+		// A private-use scheme proves no app (any app may claim it, RFC 8252 8.6:
+		// no automatic answer without interaction): the person confirms each time.
+		appScheme := PrivateUseRedirect(ar.RedirectURI)
+		if slices.Contains(ar.prompt, "consent") || !covers(consented, ar.Scopes) || appScheme {
+			if none && appScheme && covers(consented, ar.Scopes) {
+				return oauthError(ErrConsentRequired, "an answer to a private-use scheme redirect_uri needs the person's confirmation each time (RFC 8252 8.6)")
+			}
 			if none {
 				return oauthError(ErrConsentRequired, "the person has not consented to these scopes for this client")
 			}
