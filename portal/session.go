@@ -176,25 +176,32 @@ func EndSessions(ctx context.Context, store storage.Store, owner string) (int, e
 	}
 	var n int
 	err := store.Update(ctx, func(txn storage.Txn) error {
-		var keys [][]byte
-		if err := txn.IterateKeys(sessionPrefix(owner), func(k []byte) (bool, error) {
-			keys = append(keys, append([]byte(nil), k...))
-			return true, nil
-		}); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := txn.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(keys)
-		return nil
+		var err error
+		n, err = EndSessionsTxn(txn, owner)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ending the portal sessions of a developer: %w", err)
 	}
 	return n, nil
+}
+
+// EndSessionsTxn is EndSessions in txn, for an owner already checked (the
+// operator ending a person's every session in one transaction).
+func EndSessionsTxn(txn storage.Txn, owner string) (int, error) {
+	var keys [][]byte
+	if err := txn.IterateKeys(sessionPrefix(owner), func(k []byte) (bool, error) {
+		keys = append(keys, append([]byte(nil), k...))
+		return true, nil
+	}); err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if err := txn.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
 }
 
 // csrfToken is the synchronizer token of the session's forms: an HMAC of its id.

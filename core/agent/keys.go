@@ -34,6 +34,8 @@ import (
 //	                              caches may be stale (freshness.go)
 //	agent/o/{hex sha256(secret)} -> an owner's session on the agents page (JSON; the
 //	                              browser holds the secret in a cookie), until it expires
+//	agent/oh/{humanId}/{hex sha256(secret)} -> "" (a human's verified owner sessions, for
+//	                              an operator ending them), until the session expires
 //
 // The leaderboard index is rewritten for one human at each registration and each
 // removal, so reading the top N is a prefix scan of N keys.
@@ -58,6 +60,12 @@ func humanAgentKey(humanID, deviceID string) []byte {
 func devicePrefix() []byte              { return []byte("agent/d/") }
 func removalGenKey() []byte             { return []byte("agent/gen") }
 func ownerSessionKey(ref string) []byte { return []byte("agent/o/" + ref) }
+func humanOwnerSessionPrefix(humanID string) []byte {
+	return []byte("agent/oh/" + humanID + "/")
+}
+func humanOwnerSessionKey(humanID, ref string) []byte {
+	return append(humanOwnerSessionPrefix(humanID), ref...)
+}
 func leaderboardKey(h humanStats, humanID string) []byte {
 	k := leaderboardPrefix()
 	k = binary.BigEndian.AppendUint64(k, math.MaxUint64-uint64(h.AgentCount))

@@ -184,11 +184,55 @@ func (s *Service) putOwnerSession(txn storage.Txn, ref string, o *OwnerSession) 
 type ownerOutcome struct{ s *Service }
 
 // Verified makes the session name humanID for OwnerSessionTTL.
+// The session is indexed by its human (agent/oh/), for EndHumanOwnerSessions.
 func (o ownerOutcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) error {
-	return o.end(txn, c, func(sess *OwnerSession) {
+	verified := false
+	err := o.end(txn, c, func(sess *OwnerSession) {
 		sess.Status, sess.HumanID = OwnerVerified, humanID
 		sess.ExpiresAt = Time(o.s.now().Add(OwnerSessionTTL).UTC())
+		verified = true
 	})
+	if err != nil || !verified {
+		return err
+	}
+	return txn.Set(humanOwnerSessionKey(humanID, c.Ref), nil, OwnerSessionTTL)
+}
+
+// EndHumanOwnerSessions ends, in txn, every verified agents-page session of
+// humanID (an operator ending the person, oidc.Service.EndHuman's Also), on every
+// instance at once (each page request reads its session from the store), and
+// counts the live ones. Sessions verified before the index existed are not found:
+// they last OwnerSessionTTL at most.
+func (s *Service) EndHumanOwnerSessions(txn storage.Txn, humanID string) (int, error) {
+	prefix := humanOwnerSessionPrefix(humanID)
+	var refs []string
+	if err := txn.IterateKeys(prefix, func(k []byte) (bool, error) {
+		refs = append(refs, string(k[len(prefix):]))
+		return true, nil
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	now := s.now()
+	for _, ref := range refs {
+		sess, err := records.Get[OwnerSession](txn, ownerSessionKey(ref), ErrOwnerSessionNotFound, "owner session")
+		switch {
+		case errors.Is(err, ErrOwnerSessionNotFound):
+		case err != nil:
+			return 0, err
+		case sess.HumanID == humanID:
+			if sess.StatusAt(now) == OwnerVerified {
+				n++
+			}
+			if err := txn.Delete(ownerSessionKey(ref)); err != nil {
+				return 0, err
+			}
+		}
+		if err := txn.Delete(humanOwnerSessionKey(humanID, ref)); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // Denied closes the session.

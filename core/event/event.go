@@ -67,6 +67,10 @@ const (
 	// PortalSessionsEnded: the operator ended a developer's portal sessions
 	// (HumanID: the developer), once the deletion has committed.
 	PortalSessionsEnded
+	// HumanSessionsEnded: the operator ended every session of a person (HumanID),
+	// Outcome Revoked when every grant they held was revoked too, once the
+	// transaction has committed.
+	HumanSessionsEnded
 
 	// NumKinds bounds the kinds, for tables indexed by Kind.
 	NumKinds

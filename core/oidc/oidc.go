@@ -137,6 +137,11 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {
 		return nil, fmt.Errorf("loading revoked grants: %w", err)
 	}
+	if s.ssoTTL > 0 {
+		if err := markSessionIndex(ctx, cfg.Store, s.ssoTTL); err != nil {
+			return nil, fmt.Errorf("marking the SSO session index: %w", err)
+		}
+	}
 	s.access = bearer.NewVerifier(bearer.Config{
 		Issuer: issuer, Algorithm: keys.ES256, Keys: cfg.Keys, Revocations: s.revocations, Now: now,
 	})

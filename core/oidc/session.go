@@ -119,7 +119,7 @@ var errNoSession = errors.New("no sso session")
 // store (fn may run again).
 func (s *Service) startSession(txn storage.Txn, id, old string, ar *AuthRequest) (*Session, error) {
 	if old != "" && validSessionID(old) {
-		if err := txn.Delete(sessionKey(sessionHash(old))); err != nil {
+		if err := s.dropSession(txn, sessionHash(old)); err != nil {
 			return nil, err
 		}
 	}
@@ -129,6 +129,9 @@ func (s *Service) startSession(txn storage.Txn, id, old string, ar *AuthRequest)
 		return nil, err
 	}
 	if err := txn.Set(sessionKey(sessionHash(id)), b, s.ssoTTL); err != nil {
+		return nil, err
+	}
+	if err := s.indexSession(txn, ar.HumanID, sessionHash(id)); err != nil {
 		return nil, err
 	}
 	if err := s.addConsent(txn, ar.HumanID, ar.ClientID, ar.Scopes); err != nil {
@@ -408,10 +411,10 @@ func (s *Service) EndSSOSession(ctx context.Context, id string) (ended bool, err
 	if !validSessionID(id) {
 		return false, nil
 	}
-	key := sessionKey(sessionHash(id))
+	hash := sessionHash(id)
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		ended = false
-		_, err := txn.Get(key)
+		_, err := txn.Get(sessionKey(hash))
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			return nil
@@ -419,7 +422,7 @@ func (s *Service) EndSSOSession(ctx context.Context, id string) (ended bool, err
 			return err
 		}
 		ended = true
-		return txn.Delete(key)
+		return s.dropSession(txn, hash)
 	})
 	return ended, err
 }
