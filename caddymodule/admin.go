@@ -30,6 +30,9 @@ func init() {
 //	                             secret of and delete (admin_clients.go)
 //	DELETE /palmgate/portal/sessions/{owner}
 //	                             end a developer's portal sessions (admin_portal.go)
+//	DELETE /palmgate/humans/{humanId}/sessions[?revoke=grants]
+//	                             end a person's every session, and revoke their
+//	                             grants (admin_humans.go)
 //	GET  /palmgate/backup        stream a backup of the store (admin_backup.go)
 //	DELETE /palmgate/agents/{deviceId}
 //	                             remove an agent (admin_agents.go)
@@ -52,6 +55,7 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/palmgate/clients", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/clients/", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/portal/sessions/", Handler: caddy.AdminHandlerFunc(adminPortalSessions)},
+		{Pattern: "/palmgate/humans/", Handler: caddy.AdminHandlerFunc(adminHumans)},
 		{Pattern: "/palmgate/health/", Handler: caddy.AdminHandlerFunc(adminHealth)},
 		{Pattern: "/palmgate/backup", Handler: caddy.AdminHandlerFunc(adminBackup)},
 		{Pattern: "/palmgate/agents/", Handler: caddy.AdminHandlerFunc(adminAgents)},

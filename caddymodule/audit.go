@@ -40,6 +40,7 @@ var auditKinds = map[event.Kind]string{
 	event.KeysRotated:         "signing keys rotated",
 	event.BackupTaken:         "backup taken",
 	event.PortalSessionsEnded: "portal sessions ended",
+	event.HumanSessionsEnded:  "person signed out",
 }
 
 var withOutcome = map[event.Kind]bool{event.Login: true, event.PalmAssertion: true, event.Registration: true}

@@ -66,6 +66,7 @@ API, autosave.json) never holds the secret in clear.
 			cmd.AddCommand(newMigrateCommand())
 			addClientCommands(cmd)
 			addPortalCommands(cmd)
+			addHumanCommands(cmd)
 			addToolCommands(cmd)
 			addBackupCommands(cmd)
 			addAgentCommands(cmd)

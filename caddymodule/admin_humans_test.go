@@ -1,0 +1,102 @@
+package caddymodule
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/palmgate/palmgate/core/agent"
+	"github.com/palmgate/palmgate/core/event"
+	"github.com/palmgate/palmgate/core/event/eventtest"
+	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/oidc"
+	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/keystest"
+	"github.com/palmgate/palmgate/storage/memstore"
+	"github.com/palmgate/palmgate/storage/storagetest"
+)
+
+// TestAdminEndHuman (fourth review): DELETE /palmgate/humans/{humanId}/sessions
+// answers its counts (200 with zeros for a person with nothing to end), is an
+// audit entry (outcome revoked with ?revoke=grants), answers 503 with nothing
+// audited when the store is down, 400 for a malformed humanId or revoke, and
+// 404/405 for other paths and methods.
+func TestAdminEndHuman(t *testing.T) {
+	ctx := context.Background()
+	const issuer = "http://127.0.0.1:8080"
+	store := &storagetest.DownStore{Store: memstore.New()}
+	ps, err := palm.NewService(palm.Config{Store: store, Issuer: issuer, Dev: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := keys.Open(ctx, store, nil, keys.WithGenerator(keystest.Generator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := oidc.NewService(ctx, oidc.Config{Store: store, Palm: ps, Keys: ks, Issuer: issuer, SSOSession: time.Hour,
+		PairwiseSecret: strings.Repeat("p", 32), AccessTTL: time.Hour, RefreshTTL: time.Hour, CodeTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec eventtest.Recorder
+	a := &App{store: store, oidc: svc, palm: ps, agents: agent.NewService(agent.Config{Store: store, Palm: ps, Issuer: issuer}), events: rec.Sink()}
+	const human = "8f1f5d3e-0000-4000-8000-000000000001"
+
+	call := func(query string) (*httptest.ResponseRecorder, error) {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("DELETE", "/palmgate/humans/"+human+"/sessions"+query, nil)
+		return w, a.endHuman(w, r, human, query != "")
+	}
+	w, err := call("?revoke=grants")
+	if err != nil || w.Code != http.StatusOK {
+		t.Fatalf("end: %v, %d", err, w.Code)
+	}
+	var got endedHuman
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got != (endedHuman{HumanID: human, GrantsRevoked: true}) {
+		t.Errorf("answer %s (%v); want zeros for %s, grants revoked", w.Body, err, human)
+	}
+	if evs := rec.Take(); len(evs) != 1 || evs[0].Kind != event.HumanSessionsEnded || evs[0].HumanID != human || evs[0].Outcome != event.Revoked {
+		t.Errorf("events %+v, want one HumanSessionsEnded, revoked, for %s", evs, human)
+	}
+
+	store.Down.Store(true)
+	_, err = call("")
+	if ae, ok := err.(caddy.APIError); !ok || ae.HTTPStatus != http.StatusServiceUnavailable {
+		t.Errorf("end with the store down = %#v; want 503", err)
+	}
+	store.Down.Store(false)
+	if evs := rec.Take(); len(evs) != 0 {
+		t.Errorf("a failed end emitted %+v", evs)
+	}
+	if err := a.endHuman(httptest.NewRecorder(), httptest.NewRequest("DELETE", "/", nil), "not-a-uuid", false); !isStatus(err, http.StatusBadRequest) {
+		t.Errorf("malformed humanId: %v; want 400", err)
+	}
+
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"DELETE", "/palmgate/humans/" + human + "/sessions?revoke=all", http.StatusBadRequest},
+		{"DELETE", "/palmgate/humans/" + human, http.StatusNotFound},
+		{"DELETE", "/palmgate/humans/" + human + "/tokens", http.StatusNotFound},
+		{"DELETE", "/palmgate/humans/", http.StatusNotFound},
+		{"DELETE", "/palmgate/humans/a/b/sessions", http.StatusNotFound},
+		{"GET", "/palmgate/humans/" + human + "/sessions", http.StatusMethodNotAllowed},
+	} {
+		err := adminHumans(httptest.NewRecorder(), httptest.NewRequest(c.method, c.path, nil))
+		if !isStatus(err, c.status) {
+			t.Errorf("%s %s: %v; want %d", c.method, c.path, err, c.status)
+		}
+	}
+}
+
+func isStatus(err error, status int) bool {
+	ae, ok := err.(caddy.APIError)
+	return ok && ae.HTTPStatus == status
+}
