@@ -16,9 +16,10 @@ import (
 //	DELETE /palmgate/humans/{humanId}/sessions[?revoke=grants]
 //	        end every session of the person: single sign-on, agents page, developer
 //	        portal; with revoke=grants also revoke every grant they hold (the refresh
-//	        and access tokens of every application, their agents' grants, their
-//	        consents) -> {"humanId","ssoSessions","agentsPageSessions",
-//	        "portalSessions","grantsRevoked","grants","agentGrants","consents"}
+//	        and access tokens of every application, their codes not yet redeemed,
+//	        their agents' grants, their consents) -> {"humanId","ssoSessions",
+//	        "agentsPageSessions","portalSessions","grantsRevoked","grants",
+//	        "agentGrants","consents","codes"}
 //
 // Everything is one transaction: 503 when the store cannot be written, and then
 // nothing ended. The sessions end on every instance on the store at once (each
@@ -40,6 +41,7 @@ type endedHuman struct {
 	Grants             int    `json:"grants"`
 	AgentGrants        int    `json:"agentGrants"`
 	Consents           int    `json:"consents"`
+	Codes              int    `json:"codes"`
 }
 
 // adminHumans serves /palmgate/humans/{humanId}/sessions.
@@ -82,7 +84,7 @@ func (a *App) endHuman(w http.ResponseWriter, r *http.Request, humanID string, r
 	if err != nil {
 		return clientAdminError(err)
 	}
-	out.SSOSessions, out.Grants, out.AgentGrants, out.Consents = n.SSOSessions, n.Grants, n.AgentGrants, n.Consents
+	out.SSOSessions, out.Grants, out.AgentGrants, out.Consents, out.Codes = n.SSOSessions, n.Grants, n.AgentGrants, n.Consents, n.Codes
 	e := event.Event{Kind: event.HumanSessionsEnded, HumanID: humanID}
 	if revoke {
 		e.Outcome = event.Revoked

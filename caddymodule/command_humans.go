@@ -28,8 +28,9 @@ Ends every session of one person, on every instance on the store at once: their
 single sign-on sessions (the next login scans their palm again), their agents
 page sessions and their developer portal sessions. With --revoke-grants it also
 revokes every grant they hold: the refresh and access tokens of every
-application, the grants that let their agents act for them, and the consents
-they gave (the next login asks again). For a stolen phone or an incident.
+application, their authorization codes not yet redeemed, the grants that let
+their agents act for them, and the consents they gave (the next login asks
+again). For a stolen phone or an incident.
 
 The person is named by their humanId: the "owner" the admin API shows on their
 applications, the humanId of the audit log, of /v1 and of the leaderboard.
@@ -64,6 +65,7 @@ func runEndHuman(fs caddycmd.Flags) (int, error) {
 		fmt.Fprintf(tw, "grants (refresh families)\t%d\n", ended.Grants)
 		fmt.Fprintf(tw, "agent grants\t%d\n", ended.AgentGrants)
 		fmt.Fprintf(tw, "consents\t%d\n", ended.Consents)
+		fmt.Fprintf(tw, "codes not yet redeemed\t%d\n", ended.Codes)
 	}
 	if err := tw.Flush(); err != nil {
 		return caddy.ExitCodeFailedStartup, err

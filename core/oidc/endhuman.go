@@ -1,6 +1,7 @@
 package oidc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,7 @@ func sessionHumanKey(humanID, hash string) []byte {
 	return append(sessionHumanPrefix(humanID), hash...)
 }
 func sessionPrefix() []byte        { return []byte("oidc/sso/") }
+func codePrefix() []byte           { return []byte("oidc/code/") }
 func sessionIndexSinceKey() []byte { return []byte("oidc/sso-index-since") }
 
 // ErrInvalidHumanID refuses an EndHuman whose humanId is no humanId.
@@ -44,8 +46,9 @@ var ErrInvalidHumanID = errors.New("oidc: invalid humanId")
 // EndHumanOptions says what EndHuman ends besides the person's SSO sessions.
 type EndHumanOptions struct {
 	// Revoke revokes every grant the person holds: their refresh families (every
-	// refresh and access token of every application), their agents' grants, and
-	// their remembered consents (the next login asks again).
+	// refresh and access token of every application), their authorization codes
+	// not yet redeemed, their agents' grants, and their remembered consents (the
+	// next login asks again).
 	Revoke bool
 	// Also ends, in the same transaction, the person's sessions that other
 	// packages keep (the agents page, the developer portal); it may run again.
@@ -58,6 +61,7 @@ type HumanEnded struct {
 	Grants      int `json:"grants"`
 	AgentGrants int `json:"agentGrants"`
 	Consents    int `json:"consents"`
+	Codes       int `json:"codes"`
 }
 
 // EndHuman ends every SSO session of humanID on every instance on the store at once
@@ -73,10 +77,11 @@ func (s *Service) EndHuman(ctx context.Context, humanID string, opts EndHumanOpt
 			Message: "humanId must be a person's id (a lowercase uuid, as the admin API and the audit log show it)", Details: map[string]any{"field": "humanId"}}
 	}
 	var grantIDs []string
+	var codes [][]byte
 	var actor []ActorGrant
 	if opts.Revoke {
 		var err error
-		if grantIDs, err = s.humanGrantIDs(ctx, humanID); err != nil {
+		if grantIDs, codes, err = s.humanGrants(ctx, humanID); err != nil {
 			return HumanEnded{}, err
 		}
 		if actor, err = s.HumanActorGrants(ctx, humanID); err != nil {
@@ -107,6 +112,9 @@ func (s *Service) EndHuman(ctx context.Context, humanID string, opts EndHumanOpt
 			done = append(done, r)
 		}
 		n.Grants = len(grantIDs)
+		if n.Codes, err = s.endHumanCodes(txn, humanID, codes); err != nil {
+			return err
+		}
 		now := s.now()
 		for i := range actor {
 			g, err := getActorGrant(txn, actor[i].DeviceID, actor[i].ClientID)
@@ -133,27 +141,98 @@ func (s *Service) EndHuman(ctx context.Context, humanID string, opts EndHumanOpt
 		return HumanEnded{}, fmt.Errorf("ending the sessions of a person: %w", err)
 	}
 	s.committed(done...)
+	if opts.Revoke {
+		// A code redeemed, or a login answered, between the listing and the commit
+		// started a grant the listing did not see; once the sessions and codes are
+		// gone, none can start without a new palm scan: one more pass ends those.
+		g, c, err := s.endHumanLate(ctx, humanID)
+		n.Grants, n.Codes = n.Grants+g, n.Codes+c
+		if err != nil {
+			return n, fmt.Errorf("ending the sessions of a person: %w", err)
+		}
+	}
 	return n, nil
 }
 
-// humanGrantIDs lists the ids of humanID's refresh families not yet revoked.
-func (s *Service) humanGrantIDs(ctx context.Context, humanID string) ([]string, error) {
-	var ids []string
-	err := s.store.View(ctx, func(txn storage.Txn) error {
-		ids = ids[:0]
+// endHumanLate revokes the grants and ends the codes of humanID that appeared
+// while EndHuman's transaction ran, and counts them.
+func (s *Service) endHumanLate(ctx context.Context, humanID string) (grants, codes int, err error) {
+	ids, keys, err := s.humanGrants(ctx, humanID)
+	if err != nil || len(ids)+len(keys) == 0 {
+		return 0, 0, err
+	}
+	var done []revocation
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		done, codes = done[:0], 0 // fn may run again: nothing of a run before
+		for _, id := range ids {
+			r, err := s.revokeGrant(txn, id)
+			if err != nil {
+				return err
+			}
+			done = append(done, r)
+		}
+		var err error
+		codes, err = s.endHumanCodes(txn, humanID, keys)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	s.committed(done...)
+	return len(ids), codes, nil
+}
+
+// endHumanCodes deletes the codes under keys that are still humanID's and
+// unused, and counts them: a code redeemed afterwards is invalid_grant.
+func (s *Service) endHumanCodes(txn storage.Txn, humanID string, keys [][]byte) (int, error) {
+	n := 0
+	for _, k := range keys {
+		v, err := txn.Get(k)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		var c codeRecord
+		if json.Unmarshal(v, &c) != nil || c.HumanID != humanID || c.GrantID != "" {
+			continue
+		}
+		if err := txn.Delete(k); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// humanGrants lists the ids of humanID's refresh families not yet revoked, and
+// the keys of their codes not yet redeemed (each a grant to be).
+func (s *Service) humanGrants(ctx context.Context, humanID string) (ids []string, codes [][]byte, err error) {
+	err = s.store.View(ctx, func(txn storage.Txn) error {
+		ids, codes = ids[:0], codes[:0]
 		prefix := grantPrefix()
-		return txn.Iterate(prefix, func(k, v []byte) (bool, error) {
+		if err := txn.Iterate(prefix, func(k, v []byte) (bool, error) {
 			var g grant
 			if json.Unmarshal(v, &g) == nil && g.HumanID == humanID && !g.Revoked {
 				ids = append(ids, string(k[len(prefix):]))
 			}
 			return true, nil
+		}); err != nil {
+			return err
+		}
+		return txn.Iterate(codePrefix(), func(k, v []byte) (bool, error) {
+			var c codeRecord
+			if json.Unmarshal(v, &c) == nil && c.HumanID == humanID && c.GrantID == "" {
+				codes = append(codes, bytes.Clone(k))
+			}
+			return true, nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listing the grants of a person: %w", err)
+		return nil, nil, fmt.Errorf("listing the grants of a person: %w", err)
 	}
-	return ids, nil
+	return ids, codes, nil
 }
 
 // endHumanSessions deletes humanID's SSO sessions and their index entries, and

@@ -209,3 +209,59 @@ func TestEndHumanRevokesAgentGrants(t *testing.T) {
 	b, _ := json.Marshal(n)
 	t.Logf("ended: %s", b)
 }
+
+// TestEndHumanRevokesCodesInFlight: a code issued before the end and redeemed
+// after it would start a new grant, with refresh and access tokens the end was
+// meant to revoke: revoking a person's grants also ends their unused codes.
+func TestEndHumanRevokesCodesInFlight(t *testing.T) {
+	h := newSSOHarness(t, ssoTTL)
+	ctx := context.Background()
+	alice, _ := h.scanLogin(t, []string{"scope", "openid offline_access"}, "alice", "")
+	bob, _ := h.scanLogin(t, []string{"scope", "openid offline_access"}, "bob", "")
+	n, err := h.svc.EndHuman(ctx, alice.humanID, EndHumanOptions{Revoke: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Codes != 1 {
+		t.Errorf("EndHuman = %+v; want alice's one unused code ended", n)
+	}
+	_, err = h.svc.ExchangeCode(ctx, "app", alice.code, "https://app.example.test/cb", "")
+	wantError(t, err, ErrInvalidGrant)
+	h.exchange(t, bob, "")
+}
+
+// TestEndHumanCatchesAGrantStartedMeanwhile: a code redeemed between the listing
+// of the person's grants and the end's transaction starts a grant the listing
+// did not see; the pass after the commit revokes it.
+func TestEndHumanCatchesAGrantStartedMeanwhile(t *testing.T) {
+	h := newSSOHarness(t, ssoTTL)
+	ctx := context.Background()
+	alice, _ := h.scanLogin(t, []string{"scope", "openid offline_access"}, "alice", "")
+	var tok *TokenResponse
+	hook := &hookStore{Store: h.store}
+	hook.before = func() { tok = h.exchange(t, alice, "") }
+	h.svc.store = hook
+	n, err := h.svc.EndHuman(ctx, alice.humanID, EndHumanOptions{Revoke: true})
+	if err != nil || tok == nil || n.Grants != 1 || n.Codes != 0 {
+		t.Fatalf("EndHuman = %+v, %v (exchanged meanwhile: %v); want the grant started meanwhile revoked", n, err, tok != nil)
+	}
+	_, err = h.svc.Refresh(ctx, "app", tok.RefreshToken, "")
+	wantError(t, err, ErrInvalidGrant)
+	if _, err := h.svc.VerifyAccessToken(ctx, tok.AccessToken); err == nil {
+		t.Error("the access token of the grant started meanwhile still verifies")
+	}
+}
+
+// hookStore runs before once, at the start of its first Update.
+type hookStore struct {
+	storage.Store
+	before func()
+}
+
+func (s *hookStore) Update(ctx context.Context, fn func(storage.Txn) error) error {
+	if b := s.before; b != nil {
+		s.before = nil
+		b()
+	}
+	return s.Store.Update(ctx, fn)
+}
