@@ -33,6 +33,8 @@ func init() {
 //	DELETE /palmgate/humans/{humanId}/sessions[?revoke=grants]
 //	                             end a person's every session, and revoke their
 //	                             grants (admin_humans.go)
+//	GET  /palmgate/humans?client_id=&sub=
+//	                             the humanId of a client's pairwise sub
 //	GET  /palmgate/backup        stream a backup of the store (admin_backup.go)
 //	DELETE /palmgate/agents/{deviceId}
 //	                             remove an agent (admin_agents.go)
@@ -55,6 +57,7 @@ func (AdminAPI) Routes() []caddy.AdminRoute {
 		{Pattern: "/palmgate/clients", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/clients/", Handler: caddy.AdminHandlerFunc(adminClients)},
 		{Pattern: "/palmgate/portal/sessions/", Handler: caddy.AdminHandlerFunc(adminPortalSessions)},
+		{Pattern: "/palmgate/humans", Handler: caddy.AdminHandlerFunc(adminHumanBySubject)},
 		{Pattern: "/palmgate/humans/", Handler: caddy.AdminHandlerFunc(adminHumans)},
 		{Pattern: "/palmgate/health/", Handler: caddy.AdminHandlerFunc(adminHealth)},
 		{Pattern: "/palmgate/backup", Handler: caddy.AdminHandlerFunc(adminBackup)},

@@ -28,8 +28,40 @@ import (
 // or of a person with nothing left to end, is 200 with zeros: palmgate keeps no
 // record by humanId that says a person exists, and a call run again (a retry
 // after a timeout) must not fail once the first has ended everything. A malformed
-// humanId is 400. A pairwise `sub` is not accepted: a relying party's support
-// desk asks the operator, who finds the humanId in the audit log.
+// humanId is 400.
+//
+//	GET /palmgate/humans?client_id=…&sub=…
+//	        the person whose pairwise sub at that client is sub -> {"humanId"}; 404
+//	        when no person holding something of the client has it (a relying
+//	        party's support desk knows only the sub: the operator finds the person
+//	        first, then ends them by humanId, so that both see whom they end)
+
+// foundHuman is the answer of the lookup by sub.
+type foundHuman struct {
+	HumanID string `json:"humanId"`
+}
+
+// adminHumanBySubject serves GET /palmgate/humans?client_id=…&sub=….
+func adminHumanBySubject(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET", r.Method)
+	}
+	app, err := activeApp()
+	if err != nil {
+		return err
+	}
+	return app.humanBySubject(w, r)
+}
+
+func (a *App) humanBySubject(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	h, err := a.OIDC().HumanBySubject(r.Context(), q.Get("client_id"), q.Get("sub"))
+	if err != nil {
+		return clientAdminError(err)
+	}
+	return writeAdminJSON(w, http.StatusOK, foundHuman{HumanID: h})
+}
 
 // endedHuman is the answer of the route.
 type endedHuman struct {

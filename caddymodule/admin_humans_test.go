@@ -78,6 +78,13 @@ func TestAdminEndHuman(t *testing.T) {
 		t.Errorf("malformed humanId: %v; want 400", err)
 	}
 
+	w = httptest.NewRecorder()
+	if err := a.humanBySubject(w, httptest.NewRequest("GET", "/palmgate/humans?client_id=nope&sub=x", nil)); !isStatus(err, http.StatusNotFound) {
+		t.Errorf("lookup by the sub of an unknown client: %v; want 404", err)
+	}
+	if err := a.humanBySubject(w, httptest.NewRequest("GET", "/palmgate/humans", nil)); !isStatus(err, http.StatusBadRequest) {
+		t.Errorf("lookup without client_id and sub: %v; want 400", err)
+	}
 	for _, c := range []struct {
 		method, path string
 		status       int

@@ -17,7 +17,7 @@ import (
 // (admin_humans.go).
 func addHumanCommands(parent *cobra.Command) {
 	humanCmd := &cobra.Command{
-		Use:   "human end-sessions <humanId>",
+		Use:   "human end-sessions|find",
 		Short: "Ends a person's sessions and grants through the admin API of a running Caddy",
 	}
 	end := &cobra.Command{
@@ -44,6 +44,21 @@ Takes --address (the admin API's address, if not the default), or --config and
 	end.Flags().Bool("revoke-grants", false, "Also revoke every grant (refresh and access tokens, agents' grants, consents)")
 	end.RunE = plainCommand(runEndHuman)
 	humanCmd.AddCommand(end)
+	find := &cobra.Command{
+		Use:   "find --client-id <client_id> --sub <sub>",
+		Short: "Finds the humanId of the person a client knows by a pairwise sub",
+		Long: `
+A relying party knows a person only by the pairwise sub its client received.
+This finds the person's humanId (for end-sessions) among the people who hold a
+grant, a consent or an agent grant of that client; it fails when none has it.
+`,
+		Args: cobra.NoArgs,
+	}
+	adminFlags(find)
+	find.Flags().String("client-id", "", "The client that received the sub")
+	find.Flags().String("sub", "", "The pairwise sub the client knows the person by")
+	find.RunE = plainCommand(runFindHuman)
+	humanCmd.AddCommand(find)
 	parent.AddCommand(humanCmd)
 }
 
@@ -73,5 +88,15 @@ func runEndHuman(fs caddycmd.Flags) (int, error) {
 	if !ended.GrantsRevoked {
 		fmt.Printf("the grants of %s were not revoked: their tokens still work (--revoke-grants revokes them)\n", ended.HumanID)
 	}
+	return caddy.ExitCodeSuccess, nil
+}
+
+func runFindHuman(fs caddycmd.Flags) (int, error) {
+	q := url.Values{"client_id": {fs.String("client-id")}, "sub": {fs.String("sub")}}
+	found, printed, err := adminQuery[foundHuman](fs, http.MethodGet, "/palmgate/humans?"+q.Encode(), nil)
+	if err != nil || printed {
+		return exitCode(err), err
+	}
+	fmt.Println(found.HumanID)
 	return caddy.ExitCodeSuccess, nil
 }

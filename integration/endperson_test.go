@@ -64,6 +64,11 @@ func TestEndPersonAcrossInstancesPostgres(t *testing.T) {
 	}
 	aliceTok, bobTok := ea.redeem(t, c, aliceCode), ea.redeem(t, c, bobCode)
 	aliceAtB, bobAtB := alice.at(eb), bob.at(eb)
+	// A relying party's desk knows only the pairwise sub: the operator finds the person.
+	if out, err := eb.RunCommand(t, "palmgate", "human", "find", "--client-id", c.id, "--sub", aliceTok.sub, "--address", eb.AdminAddr); err != nil || strings.TrimSpace(out) != aliceID {
+		t.Errorf("human find by alice's sub: %v %q; want %s", err, out, aliceID)
+	}
+	testserver.Do(t, "GET", "http://"+ea.AdminAddr+"/palmgate/humans?client_id="+c.id+"&sub=nobody", nil).ExpectStatus(t, http.StatusNotFound)
 	silentAtB := func(b *browser) string {
 		t.Helper()
 		code, errCode := b.silent(t, issuer, c, "prompt", "none")

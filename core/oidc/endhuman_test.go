@@ -265,3 +265,24 @@ func (s *hookStore) Update(ctx context.Context, fn func(storage.Txn) error) erro
 	}
 	return s.Store.Update(ctx, fn)
 }
+
+// TestHumanBySubject: the operator turns the pairwise sub a client received into
+// the person's humanId, for a relying party's support desk; another client's sub
+// of the same person, or an unknown client, finds no one.
+func TestHumanBySubject(t *testing.T) {
+	h := newSSOHarness(t, ssoTTL)
+	ctx := context.Background()
+	alice, _ := h.scanLogin(t, nil, "alice", "")
+	h.scanLogin(t, nil, "bob", "")
+	tok := h.exchange(t, alice, "")
+	var ac AccessClaims
+	h.parseToken(t, tok.AccessToken, "ES256", &ac)
+	if got, err := h.svc.HumanBySubject(ctx, "app", ac.Subject); err != nil || got != alice.humanID {
+		t.Fatalf("HumanBySubject(app, alice's sub) = %q, %v; want %s", got, err, alice.humanID)
+	}
+	for _, c := range []struct{ client, sub string }{{"app", "nobody"}, {"app", ""}, {"no-such-client", ac.Subject}} {
+		if got, err := h.svc.HumanBySubject(ctx, c.client, c.sub); err == nil {
+			t.Errorf("HumanBySubject(%q, %q) = %q; want an error", c.client, c.sub, got)
+		}
+	}
+}
