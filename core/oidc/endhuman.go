@@ -3,6 +3,7 @@ package oidc
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,9 +27,10 @@ import (
 // transaction and with the same TTL, so the entry expires with its session; an
 // index entry whose session ended before (a logout, a new scan) is deleted with
 // it, and one left dangling names no session and is skipped. Sessions written
-// before the index existed are not in it: while any may still live (for
-// sso_session after the last start of an instance, oidc/sso-index-since), the end
-// also scans every SSO session for the person's. Revoking the grants scans the
+// before the index existed are not in it: while any may still live (sso_session
+// and an hour of rolling upgrade after the first start of an instance with the
+// index, oidc/sso-index-since), the end also scans every SSO session for the
+// person's, in a read-only transaction. Revoking the grants scans the
 // refresh families (oidc/grant/, as a client's deletion does: an incident is rare)
 // and reads the person's agent grants from their index.
 
@@ -88,12 +90,16 @@ func (s *Service) EndHuman(ctx context.Context, humanID string, opts EndHumanOpt
 			return HumanEnded{}, err
 		}
 	}
+	legacy, err := s.legacySessions(ctx, humanID)
+	if err != nil {
+		return HumanEnded{}, err
+	}
 	var n HumanEnded
 	var done []revocation
-	err := s.store.Update(ctx, func(txn storage.Txn) error {
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		n, done = HumanEnded{}, done[:0] // fn may run again: nothing of a run before
 		var err error
-		if n.SSOSessions, err = s.endHumanSessions(txn, humanID); err != nil {
+		if n.SSOSessions, err = s.endHumanSessions(txn, humanID, legacy); err != nil {
 			return err
 		}
 		if opts.Also != nil {
@@ -235,30 +241,19 @@ func (s *Service) humanGrants(ctx context.Context, humanID string) (ids []string
 	return ids, codes, nil
 }
 
-// endHumanSessions deletes humanID's SSO sessions and their index entries, and
+// endHumanSessions deletes humanID's SSO sessions (those of their index, and
+// legacy: the hashes of their unindexed sessions) and the index entries, and
 // counts the live ones it ended.
-func (s *Service) endHumanSessions(txn storage.Txn, humanID string) (int, error) {
+func (s *Service) endHumanSessions(txn storage.Txn, humanID string, legacy []string) (int, error) {
 	hashes := map[string]bool{}
+	for _, h := range legacy {
+		hashes[h] = true
+	}
 	prefix := sessionHumanPrefix(humanID)
 	if err := txn.IterateKeys(prefix, func(k []byte) (bool, error) {
 		hashes[string(k[len(prefix):])] = true
 		return true, nil
 	}); err != nil {
-		return 0, err
-	}
-	// Sessions written before the index existed, while any may live.
-	if _, err := txn.Get(sessionIndexSinceKey()); err == nil {
-		sp := sessionPrefix()
-		if err := txn.Iterate(sp, func(k, v []byte) (bool, error) {
-			var sess ssoSession
-			if json.Unmarshal(v, &sess) == nil && sess.HumanID == humanID {
-				hashes[string(k[len(sp):])] = true
-			}
-			return true, nil
-		}); err != nil {
-			return 0, err
-		}
-	} else if !errors.Is(err, storage.ErrNotFound) {
 		return 0, err
 	}
 	n := 0
@@ -280,6 +275,35 @@ func (s *Service) endHumanSessions(txn storage.Txn, humanID string) (int, error)
 	return n, nil
 }
 
+// legacySessions lists the hashes of humanID's SSO sessions that are in no index
+// (started by a release before the index), while such may live: a scan of every
+// session, in a read-only transaction (no conflict with the logins meanwhile).
+func (s *Service) legacySessions(ctx context.Context, humanID string) ([]string, error) {
+	if s.ssoTTL == 0 || !s.now().Before(s.indexSince.Add(s.ssoTTL+legacyRollout)) {
+		return nil, nil
+	}
+	var out []string
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		out = out[:0]
+		sp := sessionPrefix()
+		return txn.Iterate(sp, func(k, v []byte) (bool, error) {
+			var sess ssoSession
+			if json.Unmarshal(v, &sess) == nil && sess.HumanID == humanID {
+				out = append(out, string(k[len(sp):]))
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the sessions of a person: %w", err)
+	}
+	return out, nil
+}
+
+// legacyRollout is how long after the first start of a release with the index
+// an instance of an earlier one may still start sessions (a rolling upgrade).
+const legacyRollout = time.Hour
+
 // deletePrefix deletes every record under prefix and counts them.
 func deletePrefix(txn storage.Txn, prefix []byte) (int, error) {
 	var keys [][]byte
@@ -297,13 +321,24 @@ func deletePrefix(txn storage.Txn, prefix []byte) (int, error) {
 	return len(keys), nil
 }
 
-// markSessionIndex records, at each start, that SSO sessions written before the
-// index existed may live for one more sso_session (endHumanSessions scans for them
-// while the mark lives).
-func markSessionIndex(ctx context.Context, store storage.Store, ttl time.Duration) error {
-	return store.Update(ctx, func(txn storage.Txn) error {
-		return txn.Set(sessionIndexSinceKey(), []byte{1}, ttl)
+// sessionIndexSince returns when the first instance that indexes SSO sessions
+// started on the store, recording now if none did: sessions older than that may
+// be in no index (legacySessions).
+func sessionIndexSince(ctx context.Context, store storage.Store, now time.Time) (time.Time, error) {
+	var since time.Time
+	err := store.Update(ctx, func(txn storage.Txn) error {
+		b, err := txn.Get(sessionIndexSinceKey())
+		if err == nil && len(b) == 8 {
+			since = time.UnixMilli(int64(binary.BigEndian.Uint64(b)))
+			return nil
+		}
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		since = now
+		return txn.Set(sessionIndexSinceKey(), binary.BigEndian.AppendUint64(nil, uint64(now.UnixMilli())), 0)
 	})
+	return since, err
 }
 
 // indexSession writes the index entry of the session of hash, whose human is

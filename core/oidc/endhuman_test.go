@@ -112,8 +112,20 @@ func TestSessionIndexFollowsTheSession(t *testing.T) {
 		t.Fatalf("EndHuman with an unindexed session while the mark lives = %+v, %v; want it found", n, err)
 	}
 	wantScan(t)(h.inSession(third.ID, testBrowser))
+	// The scan for unindexed sessions stops once none can live: sso_session and the
+	// rollout after the first start that indexed, which a later start keeps.
+	since := h.svc.indexSince
+	h.clock.Advance(time.Minute)
+	if again, err := sessionIndexSince(ctx, h.store, h.clock.Now()); err != nil || !again.Equal(since) {
+		t.Errorf("a later start's sessionIndexSince = %v, %v; want the first start's %v", again, err, since)
+	}
+	h.clock.Advance(ssoTTL + legacyRollout)
+	if got, err := h.svc.legacySessions(ctx, alice.humanID); err != nil || got != nil {
+		t.Errorf("legacySessions past the rollout = %v, %v; want no scan", got, err)
+	}
 
 	// The index entry expires with its session: written with the same TTL.
+	h.clock.Set(since)
 	rec := &ttlStore{Store: h.store, ttl: map[string]time.Duration{}}
 	h.svc.store = rec
 	h.scanLogin(t, nil, "alice", "")

@@ -18,7 +18,7 @@ import "crypto/sha256"
 //	oidc/selfreg-mark           -> the last self-registered client id (serialises registrations)
 //	oidc/sso/{sha256(id)}       -> SSO session (JSON), until it expires
 //	oidc/sso-human/{humanId}/{sha256(id)} -> "" (a person's SSO sessions), until the session expires
-//	oidc/sso-index-since        -> mark: SSO sessions written before oidc/sso-human/ existed may live (endhuman.go)
+//	oidc/sso-index-since        -> first start that indexed SSO sessions (ms; older ones may be in no index, endhuman.go)
 //	oidc/consent/{humanId}/{clientId} -> scopes the human consented to (JSON)
 //	oidc/actor/{deviceId}0x00{clientId} -> agent grant: the human lets the agent act for them (JSON)
 //	oidc/actor-human/{humanId}/{deviceId}0x00{clientId} -> "" (a human's agent grants)

@@ -98,6 +98,7 @@ type Service struct {
 	codeTTL        time.Duration
 	loginTTL       time.Duration
 	ssoTTL         time.Duration
+	indexSince     time.Time // when SSO sessions were first indexed (endhuman.go)
 	refreshParser  *jwt.Parser
 	access         *bearer.Verifier
 	revocations    *revocations
@@ -138,8 +139,8 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("loading revoked grants: %w", err)
 	}
 	if s.ssoTTL > 0 {
-		if err := markSessionIndex(ctx, cfg.Store, s.ssoTTL); err != nil {
-			return nil, fmt.Errorf("marking the SSO session index: %w", err)
+		if s.indexSince, err = sessionIndexSince(ctx, cfg.Store, now()); err != nil {
+			return nil, fmt.Errorf("reading when the SSO sessions were first indexed: %w", err)
 		}
 	}
 	s.access = bearer.NewVerifier(bearer.Config{
