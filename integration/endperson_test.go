@@ -44,7 +44,8 @@ func loginsAudited(t *testing.T, e *env, n int) []string {
 // then the CLI with --revoke-grants); at instance B their SSO cookie gets
 // login_required for prompt=none at once, and once the grants are revoked their
 // refresh token invalid_grant at once and their access token 401 within the
-// revocation bound; another person's session and tokens still work.
+// revocation bound; their agents page session is gone at B too; another
+// person's sessions and tokens still work.
 func TestEndPersonAcrossInstancesPostgres(t *testing.T) {
 	t.Parallel()
 	c := newOIDCClient("end-person", "")
@@ -56,9 +57,10 @@ func TestEndPersonAcrossInstancesPostgres(t *testing.T) {
 	ea, eb := start(t, testserver.Options{Port: portA, Caddyfile: cf}), start(t, testserver.Options{Caddyfile: cf})
 
 	alice, bob := newSSOBrowser(ea), newSSOBrowser(ea)
-	aliceCode, _ := alice.scanLogin(t, issuer, c, ea.subject("alice"))
+	aliceSubject, bobSubject := ea.subject("alice"), ea.subject("bob")
+	aliceCode, _ := alice.scanLogin(t, issuer, c, aliceSubject)
 	aliceID := loginsAudited(t, ea, 1)[0]
-	bobCode, _ := bob.scanLogin(t, issuer, c, ea.subject("bob"))
+	bobCode, _ := bob.scanLogin(t, issuer, c, bobSubject)
 	if ids := loginsAudited(t, ea, 2); ids[1] == aliceID {
 		t.Fatalf("alice and bob have one humanId %s", aliceID)
 	}
@@ -81,16 +83,32 @@ func TestEndPersonAcrossInstancesPostgres(t *testing.T) {
 		t.Fatalf("instance B, prompt=none in alice's session before the end: %q, want a code", got)
 	}
 
-	// Sessions only: her SSO session ends on B at once, her tokens live on.
+	alicePage, bobPage := ea.openOwnerPage(t, aliceSubject), ea.openOwnerPage(t, bobSubject)
+	pageStatusAtB := func(p *ownerPage) string {
+		t.Helper()
+		var j struct {
+			Status string `json:"status"`
+		}
+		r := (&ownerPage{e: eb, browser: p.browser}).get(t, "application/json")
+		if r.Status == http.StatusNotFound { // owner_session_not_found: the cookie names no session
+			return "ended"
+		}
+		r.ExpectStatus(t, http.StatusOK).Decode(t, &j)
+		return j.Status
+	}
+
+	// Sessions only: her SSO and agents page sessions end on B at once, her
+	// tokens live on.
 	var ended struct {
 		HumanID       string `json:"humanId"`
 		SSOSessions   int    `json:"ssoSessions"`
+		AgentsPage    int    `json:"agentsPageSessions"`
 		GrantsRevoked bool   `json:"grantsRevoked"`
 		Grants        int    `json:"grants"`
 	}
 	testserver.Do(t, "DELETE", "http://"+ea.AdminAddr+"/palmgate/humans/"+aliceID+"/sessions", nil).
 		ExpectStatus(t, http.StatusOK).Decode(t, &ended)
-	if ended.HumanID != aliceID || ended.SSOSessions != 1 || ended.GrantsRevoked {
+	if ended.HumanID != aliceID || ended.SSOSessions != 1 || ended.AgentsPage != 1 || ended.GrantsRevoked {
 		t.Errorf("answer %+v; want alice's (%s) one SSO session ended, no grant revoked", ended, aliceID)
 	}
 	if got := silentAtB(aliceAtB); got != "login_required" {
@@ -98,6 +116,12 @@ func TestEndPersonAcrossInstancesPostgres(t *testing.T) {
 	}
 	if got := silentAtB(bobAtB); got != "code" {
 		t.Errorf("instance B, bob's session after alice's end: %q, want a code", got)
+	}
+	if got := pageStatusAtB(alicePage); got == "verified" {
+		t.Errorf("alice's agents page at B after the end at A: %q, want a new palm step", got)
+	}
+	if got := pageStatusAtB(bobPage); got != "verified" {
+		t.Errorf("bob's agents page at B after alice's end: %q, want verified", got)
 	}
 	if msg := activeAt(t, eb, c, aliceTok.access); msg != "" {
 		t.Errorf("alice's access token at B after a sessions-only end: %s; want it still good", msg)
