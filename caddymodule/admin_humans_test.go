@@ -107,3 +107,19 @@ func isStatus(err error, status int) bool {
 	ae, ok := err.(caddy.APIError)
 	return ok && ae.HTTPStatus == status
 }
+
+// TestPeopleSignedOutCounted: the operator signing a person out is counted, as
+// the agents removed are, whatever it revoked.
+func TestPeopleSignedOutCounted(t *testing.T) {
+	ctx := newCaddyContext(t)
+	if err := registerMetrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := gathered(t, ctx.GetMetricsRegistry(), "palmgate_people_signed_out_total", "", "")
+	sink := newEventSink(nil)
+	sink(context.Background(), event.Event{Kind: event.HumanSessionsEnded, HumanID: "h-1"})
+	sink(context.Background(), event.Event{Kind: event.HumanSessionsEnded, HumanID: "h-1", Outcome: event.Revoked})
+	if got := gathered(t, ctx.GetMetricsRegistry(), "palmgate_people_signed_out_total", "", ""); got != before+2 {
+		t.Errorf("palmgate_people_signed_out_total = %v, want %v", got, before+2)
+	}
+}

@@ -51,6 +51,8 @@ var domainMetrics = []domainMetric{
 		"trigger", []event.Kind{event.KeysRotated}, []event.Outcome{event.Scheduled, event.Manual}},
 	{"palmgate_agents_removed_total", "Agents removed, by the operator or their human.",
 		"", []event.Kind{event.AgentRemoved}, []event.Outcome{event.None}},
+	{"palmgate_people_signed_out_total", "People the operator signed out everywhere (DELETE /palmgate/humans/{humanId}/sessions), with or without their grants.",
+		"", []event.Kind{event.HumanSessionsEnded}, []event.Outcome{event.None, event.Revoked}},
 }
 
 // adminActions count the changes of dynamic clients, by action.
