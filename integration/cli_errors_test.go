@@ -90,7 +90,7 @@ func TestCLIErrors(t *testing.T) {
 	}
 	cases = append(cases, []tc{
 		{"client add, a bad redirect URI", nil, append([]string{"palmgate", "client", "add", "--name", "x", "--redirect-uri", "ftp://x.example/cb"}, admin...),
-			`caddy palmgate client add: --redirect-uri "ftp://x.example/cb": scheme must be https (or http for loopback hosts)`},
+			`caddy palmgate client add: --redirect-uri "ftp://x.example/cb": the scheme ftp is not an app's own: use https, http on a loopback host, or a private-use scheme of the app (RFC 8252 7.1)`},
 		{"client add without --name", nil, append([]string{"palmgate", "client", "add", "--redirect-uri", "https://x.example/cb"}, admin...),
 			`caddy palmgate client add: --name is required: the application's name, which the login page shows (such as --name "My App")`},
 		{"client add without --redirect-uri", nil, append([]string{"palmgate", "client", "add", "--name", "x"}, admin...),

@@ -184,7 +184,8 @@ func TestClientCLI(t *testing.T) {
 		{"show unknown", []string{"show", "pg_AAAAAAAAAAAAAAAAAAAAAA"}, `caddy palmgate client show: no client "pg_AAAAAAAAAAAAAAAAAAAAAA"`},
 		{"remove static", []string{"remove", "static-app"}, "statically"},
 		{"update static", []string{"update", "static-app", "--name", "x"}, "statically"},
-		{"add with another scheme", []string{"add", "--name", "x", "--redirect-uri", "ftp://example.com/cb"}, `caddy palmgate client add: --redirect-uri "ftp://example.com/cb": scheme must be https`},
+		{"add with another scheme", []string{"add", "--name", "x", "--redirect-uri", "ftp://example.com/cb"}, `caddy palmgate client add: --redirect-uri "ftp://example.com/cb": the scheme ftp is not an app's own: use https`},
+		{"add an app scheme with a secret", []string{"add", "--name", "x", "--redirect-uri", "com.example.app:/cb"}, `caddy palmgate client add: --redirect-uri "com.example.app:/cb": a private-use scheme (RFC 8252 7.1) is for a public client`},
 		{"add without redirect", []string{"add", "--name", "x"}, "caddy palmgate client add: --redirect-uri is required"},
 		{"rotate bad grace", []string{"rotate-secret", "static-app", "--grace", "soon"}, `caddy palmgate client rotate-secret: --grace "soon": not a duration`},
 	} {
