@@ -25,6 +25,14 @@ import (
 //     no configured client lists (a client ID metadata document's, an MCP client
 //     before it registers) must read them first. The union of the clients'
 //     origins, which they answered before, could never list a document's origin.
+//   - (Fourth review) The public reads of /v1 (verify/signature, the two
+//     lookups, the leaderboard) answer any origin too: the spec lets anyone call
+//     them, they carry no credential and read no cookie, so a dashboard or a
+//     verifier widget on its own origin may read them. The other /v1 routes do
+//     not: registration init and status carry a capability (the session id a
+//     page on another origin has no business polling or minting from a visitor's
+//     address), and the registration page, its decline, the agents page and its
+//     forms and the scan routes are palmgate's own pages and their cookies.
 //   - The registration endpoint answers loopback origins only (a local MCP
 //     client's page, such as the MCP Inspector's): a page on the web could
 //     otherwise make each visitor's browser register a client from the visitor's
