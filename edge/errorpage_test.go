@@ -58,6 +58,9 @@ func TestErrorPagesForBrowsers(t *testing.T) {
 		title  string // on the page
 		code   string // on the page's small print and in the JSON
 		oauth  bool   // the JSON is OAuth's (else /v1's)
+		// oauthCode is the OAuth JSON's error where it is not code (the mux's own
+		// 404 and 405 under /oauth2: invalid_request).
+		oauthCode string
 	}{
 		{name: "authorize, unknown client", target: authorize(func(q url.Values) { q.Set("client_id", "nobody") }),
 			status: 400, title: "This application is not known here", code: "invalid_request", oauth: true},
@@ -79,7 +82,7 @@ func TestErrorPagesForBrowsers(t *testing.T) {
 			status: 404, title: "This registration link is not valid", code: "session_not_found"},
 		{name: "scan URL with a wrong nonce", target: "/v1/palm/challenges/" + uuid.NewString() + "?nonce=x",
 			status: 404, title: "This palm scan link is not valid", code: "challenge_not_found"},
-		{name: "unknown path under /oauth2", target: "/oauth2/nope", status: 404, title: "Page not found", code: "not_found"},
+		{name: "unknown path under /oauth2", target: "/oauth2/nope", status: 404, title: "Page not found", code: "not_found", oauth: true, oauthCode: "invalid_request"},
 		{name: "unknown path under /v1", target: "/v1/nope", status: 404, title: "Page not found", code: "not_found"},
 		{name: "/v1 itself", target: "/v1", status: 404, title: "Page not found", code: "not_found"},
 		{name: "unknown path under /health", target: "/health/nope", status: 404, title: "Page not found", code: "not_found"},
@@ -87,6 +90,8 @@ func TestErrorPagesForBrowsers(t *testing.T) {
 		{name: "the portal, off", target: "/portal/x", status: 404, title: "Page not found", code: "not_found"},
 		{name: "dot segments", target: "/v1/x/../../oauth2/jwks", status: 404, title: "Page not found", code: "not_found"},
 		{name: "a method the path does not serve", method: http.MethodDelete, target: "/oauth2/verify",
+			status: 405, title: "This page cannot be used this way", code: "method_not_allowed", oauth: true, oauthCode: "invalid_request"},
+		{name: "a method a /v1 path does not serve", method: http.MethodDelete, target: "/v1/human/agents",
 			status: 405, title: "This page cannot be used this way", code: "method_not_allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,6 +107,8 @@ func TestErrorPagesForBrowsers(t *testing.T) {
 				w := e.do(t, req{method: method, target: tc.target, header: http.Header{"Accept": {accept}}})
 				if accept == browserAccept {
 					wantErrorPage(t, w, tc.status, tc.title, tc.code)
+				} else if tc.oauth && tc.oauthCode != "" {
+					wantOAuthError(t, w, tc.status, tc.oauthCode)
 				} else if tc.oauth {
 					wantOAuthError(t, w, tc.status, map[bool]string{true: "temporarily_unavailable", false: tc.code}[tc.status == 429 || tc.status == 503])
 				} else {

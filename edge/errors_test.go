@@ -12,26 +12,63 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/edge"
 )
 
 // TestNoSuchEndpoint: unknown paths, paths with dot or empty segments and wrong
-// methods answer in the /v1 dialect, with Allow on a 405.
+// methods answer in their path's dialect, with Allow on a 405: the /v1 body under
+// /v1 (and /health, the portal off), OAuth's {"error":"invalid_request",
+// "error_description"} under /oauth2 and the /.well-known documents (fourth
+// review: an OAuth client reads error as a code, and got prose), the error page
+// to a browser everywhere.
 func TestNoSuchEndpoint(t *testing.T) {
-	e := newEnv(t)
-	for _, target := range []string{"/v1/nothing", "/oauth2/nothing", "/v1/agent/verify/device/x/../../../../oauth2/jwks", "/v1//human/leaderboard", "/portal", "/portal/apps"} { // the portal is off here
+	e := newEnv(t, withRegistration(oidc.RegistrationConfig{}))
+	for _, target := range []string{"/v1/nothing", "/v1/agent/verify/device/x/../../../../oauth2/jwks", "/v1//human/leaderboard", "/portal", "/portal/apps", "/health/nothing"} { // the portal is off here
 		w := e.get(t, target)
 		wantV1Error(t, w, http.StatusNotFound, "not_found", "")
 		if loc := w.Header().Get("Location"); loc != "" {
 			t.Errorf("%s: redirected to %q", target, loc)
 		}
 	}
-	w := e.do(t, req{method: http.MethodDelete, target: "/oauth2/userinfo"})
-	wantV1Error(t, w, http.StatusMethodNotAllowed, "method_not_allowed", "")
-	if w.Header().Get("Allow") != "GET, OPTIONS, POST" { // OPTIONS: the CORS preflight
-		t.Errorf("Allow = %q, want GET, OPTIONS, POST", w.Header().Get("Allow"))
+	for _, target := range []string{"/oauth2/nothing", "/oauth2//token", "/oauth2/x/../jwks", "/.well-known/oauth-authorization-server/elsewhere"} {
+		w := e.get(t, target)
+		if m := wantOAuthError(t, w, http.StatusNotFound, "invalid_request"); m["error_description"] == "" || m["error_description"] == nil {
+			t.Errorf("%s: no error_description: %s", target, w.Body)
+		}
+		if loc := w.Header().Get("Location"); loc != "" {
+			t.Errorf("%s: redirected to %q", target, loc)
+		}
 	}
+	// A wrong method on each OAuth JSON endpoint: OAuth's dialect, with Allow.
+	for _, tc := range []struct{ method, target, allow string }{
+		{http.MethodDelete, "/oauth2/userinfo", "GET, OPTIONS, POST"}, // OPTIONS: the CORS preflight
+		{http.MethodGet, "/oauth2/token", "OPTIONS, POST"},
+		{http.MethodGet, "/oauth2/revoke", "OPTIONS, POST"},
+		{http.MethodGet, "/oauth2/introspect", "POST"},
+		{http.MethodGet, "/oauth2/register", "OPTIONS, POST"},
+		{http.MethodPost, "/oauth2/jwks", "GET, OPTIONS"},
+		{http.MethodPost, "/oauth2/.well-known/openid-configuration", "GET, OPTIONS"},
+		{http.MethodPut, "/.well-known/oauth-authorization-server/oauth2", "GET, OPTIONS"},
+		{http.MethodPut, "/oauth2/authorize", "GET, POST"},
+		{http.MethodPut, "/oauth2/logout", "GET, POST"},
+	} {
+		w := e.do(t, req{method: tc.method, target: tc.target})
+		wantOAuthError(t, w, http.StatusMethodNotAllowed, "invalid_request")
+		if w.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s: Allow = %q, want %s", tc.method, tc.target, w.Header().Get("Allow"), tc.allow)
+		}
+	}
+	// /v1 keeps its own.
+	w := e.do(t, req{method: http.MethodDelete, target: "/v1/human/leaderboard"})
+	wantV1Error(t, w, http.StatusMethodNotAllowed, "method_not_allowed", "")
+	// A person who lands on a browser route with a wrong method gets the page.
+	for _, target := range []string{"/oauth2/authorize", "/oauth2/logout", "/oauth2/verify", "/oauth2/token"} {
+		w := e.do(t, req{method: http.MethodPut, target: target, header: http.Header{"Accept": {browserAccept}}})
+		wantPage(t, w, http.StatusMethodNotAllowed, "This page cannot be used this way")
+	}
+	wantPage(t, e.getPage(t, "/oauth2/nothing"), http.StatusNotFound, "Page not found")
 }
 
 // TestBodyTooLarge: a body over 64 KiB is 413 in each dialect: the /v1 body, the

@@ -129,7 +129,8 @@ func TestV1Mapper(t *testing.T) {
 // TestOAuthMapper: the OAuth dialect answers a fault of its vocabulary with its
 // code and class's status (a Basic challenge with invalid_client), every temporary
 // refusal as temporarily_unavailable with Retry-After (503, or 429 for a network
-// at its cap), a body too large or of the wrong type as invalid_request, and any
+// at its cap), a body too large or of the wrong type, a method a route does not
+// serve and the edge's own not_found (the mux's 404s) as invalid_request, and any
 // other fault or error as 500 server_error.
 func TestOAuthMapper(t *testing.T) {
 	want := map[string]dialectCase{
@@ -137,7 +138,7 @@ func TestOAuthMapper(t *testing.T) {
 		"unauthorized":       {status: 401, code: "invalid_client", text: "client authentication failed"},
 		"forbidden":          {status: 403, code: "access_denied", text: "another browser"},
 		"not found":          {status: 500, code: "server_error", text: "internal server error"},
-		"method not allowed": {status: 500, code: "server_error", text: "internal server error"},
+		"method not allowed": {status: 405, code: "invalid_request", text: "PUT is not allowed here"},
 		"conflict":           {status: 500, code: "server_error", text: "internal server error"},
 		"gone":               {status: 500, code: "server_error", text: "internal server error"},
 		"too large":          {status: 413, code: "invalid_request", text: "64 KiB"},

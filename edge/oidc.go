@@ -42,7 +42,9 @@ func (b oauthErrorBody) MarshalJSON() ([]byte, error) {
 // with the status of the fault's class: temporarily_unavailable with Retry-After
 // for a temporary refusal (503, or 429 for a network at its cap of pending
 // logins; the store's outage included), invalid_request for a body too large or of
-// the wrong type, the fault's own code when it is of OAuth's vocabulary (with a
+// the wrong type, a method the route does not serve and a path that is none (the
+// mux's 405 and 404 under /oauth2: RFC 6749 has no code of its own for them, and
+// Hydra answers the same), the fault's own code when it is of OAuth's vocabulary (with a
 // Basic challenge for invalid_client), and 500 server_error for the rest.
 func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err error) {
 	f, ok := fault.As(err)
@@ -54,7 +56,8 @@ func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, err err
 		}
 		writeJSON(w, Status(f.Class), oauthErrorBody{Error: oidc.TemporarilyUnavailable, Description: f.Message})
 		return
-	case f.Class == fault.TooLarge || f.Class == fault.UnsupportedMedia:
+	case f.Class == fault.TooLarge || f.Class == fault.UnsupportedMedia || f.Class == fault.MethodNotAllowed ||
+		f.Class == fault.NotFound && f.Code == codeNotFound: // the edge's own: a body, a method, a path
 		writeJSON(w, Status(f.Class), oauthErrorBody{Error: oidc.ErrInvalidRequest, Description: f.Message})
 		return
 	case oidc.IsOAuthCode(f.Code):

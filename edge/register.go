@@ -22,7 +22,7 @@ import (
 // object is invalid_client_metadata too.
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	if !s.oidc.RegistrationOpen() {
-		s.writeError(w, r, errNoEndpoint)
+		s.writeOAuthError(w, r, errNoEndpoint)
 		return
 	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {

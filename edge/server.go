@@ -121,15 +121,15 @@ func OwnsPath(p string) bool {
 // cleaned form, which for /v1/x/../../y leads out of the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.EscapedPath(); p != cleanPath(p) {
-		s.writeV1OrPage(w, r, errNoEndpoint)
+		s.writeNoRoute(w, r, errNoEndpoint)
 		return
 	}
 	s.mux.ServeHTTP(w, r)
 }
 
 // routes builds the mux of palmgate's paths. Each path answers 405 with an Allow
-// header for the methods it does not serve, and unknown paths answer 404, both with
-// the JSON error body.
+// header for the methods it does not serve, and unknown paths answer 404, both in
+// their path's dialect (writeNoRoute).
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	route := func(path string, methods map[string]http.HandlerFunc) {
@@ -142,7 +142,7 @@ func (s *Server) routes() *http.ServeMux {
 		allow := strings.Join(allowed, ", ")
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
-			s.writeV1OrPage(w, r, fault.New(fault.MethodNotAllowed, codeMethodNotAllowed, "%s is not allowed here; use %s", r.Method, allow))
+			s.writeNoRoute(w, r, fault.New(fault.MethodNotAllowed, codeMethodNotAllowed, "%s is not allowed here; use %s", r.Method, allow))
 		})
 	}
 	route("/v1/agent/register/init", map[string]http.HandlerFunc{"POST": s.limited(s.handleRegisterInit, s.writeError)})
@@ -186,9 +186,31 @@ func (s *Server) routes() *http.ServeMux {
 		mux.Handle("/portal/", s.portal)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeV1OrPage(w, r, errNoEndpoint)
+		s.writeNoRoute(w, r, errNoEndpoint)
 	})
 	return mux
+}
+
+// writeNoRoute answers err, the mux's 404 (no such path) or 405 (no such method
+// on a path, Allow set), in the dialect of r's path, with the error page to a
+// browser in each: OAuth's {"error":"invalid_request","error_description"} under
+// /oauth2 and in the /.well-known families, whose callers are OAuth clients that
+// read error as a code (fourth review: they got /v1's prose there, as Hydra
+// would not), the /v1 body elsewhere (/v1, /health, the portal when off).
+func (s *Server) writeNoRoute(w http.ResponseWriter, r *http.Request, err error) {
+	if oauthPath(r.URL.Path) {
+		s.writeOAuthOrPage(w, r, err)
+		return
+	}
+	s.writeV1OrPage(w, r, err)
+}
+
+// oauthPath reports whether p is under /oauth2 or in a /.well-known family.
+func oauthPath(p string) bool {
+	if rest, ok := strings.CutPrefix(p, "/oauth2"); ok && (rest == "" || rest[0] == '/') {
+		return true
+	}
+	return ownsWellKnown(p)
 }
 
 // cleanPath is the canonical form of a URL path, as http.ServeMux computes it:

@@ -56,7 +56,7 @@ func (s *Server) wellKnownRoutes(route func(string, map[string]http.HandlerFunc)
 func (s *Server) handleResourceMetadata(w http.ResponseWriter, r *http.Request) {
 	md, ok := s.resources.Lookup(r.Host, r.URL.EscapedPath())
 	if !ok {
-		s.writeError(w, r, fault.New(fault.NotFound, codeNotFound, "no protected resource has its metadata here"))
+		s.writeOAuthError(w, r, fault.New(fault.NotFound, codeNotFound, "no protected resource has its metadata here"))
 		return
 	}
 	WriteResourceMetadata(w, md)

@@ -142,9 +142,14 @@ func (c *hostileCase) withNonce(nonce string) *hostileCase {
 	return &d
 }
 
-// notAllowed expects 405 with the Allow header allow and code method_not_allowed.
+// notAllowed expects 405 with the Allow header allow, in the path's dialect: code
+// method_not_allowed under /v1, OAuth's invalid_request under /oauth2 (fourth
+// review).
 func (c *hostileCase) notAllowed(allow string) *hostileCase {
 	c.allow = allow
+	if strings.HasPrefix(c.target, "/oauth2/") {
+		return c.oauth(http.StatusMethodNotAllowed, "invalid_request")
+	}
 	return c.v1(http.StatusMethodNotAllowed, "method_not_allowed")
 }
 

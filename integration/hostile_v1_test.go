@@ -22,10 +22,10 @@ func hostileMethodCases(f *hostileFixture) []*hostileCase {
 		{"init", "/v1/agent/register/init", "POST"},
 		{"status", "/v1/agent/register/" + f.sessB.ID + "/status", "GET"},
 		{"registration page", "/v1/agent/register/" + f.sessB.ID + "/verify", "GET"},
-		{"verify signature", "/v1/agent/verify/signature", "POST"},
-		{"device lookup", "/v1/agent/verify/device/" + f.agentA.deviceID, "GET"},
-		{"key lookup", "/v1/agent/verify/public-key/" + url.PathEscape(f.agentA.pub), "GET"},
-		{"leaderboard", "/v1/human/leaderboard", "GET"},
+		{"verify signature", "/v1/agent/verify/signature", "OPTIONS, POST"}, // OPTIONS: the public reads' CORS preflight (fourth review)
+		{"device lookup", "/v1/agent/verify/device/" + f.agentA.deviceID, "GET, OPTIONS"},
+		{"key lookup", "/v1/agent/verify/public-key/" + url.PathEscape(f.agentA.pub), "GET, OPTIONS"},
+		{"leaderboard", "/v1/human/leaderboard", "GET, OPTIONS"},
 		{"scan URL", chal + "?nonce=" + url.QueryEscape(f.chalB.Nonce), "GET"},
 		{"assertion", chal + "/assertion", "POST"},
 		{"deny", chal + "/deny", "POST"},
@@ -56,9 +56,9 @@ func hostileMethodCases(f *hostileFixture) []*hostileCase {
 	return append(cases,
 		hx("OPTIONS at init", "OPTIONS", "/v1/agent/register/init").notAllowed("POST"),
 		hx("TRACE at token", "TRACE", "/oauth2/token").notAllowed("OPTIONS, POST"),
-		hx("PROPFIND at the leaderboard", "PROPFIND", "/v1/human/leaderboard").notAllowed("GET"),
-		hx("lower-case get at the leaderboard", "get", "/v1/human/leaderboard").notAllowed("GET"),
-		hx("POST with a JSON body at the device lookup", "POST", "/v1/agent/verify/device/x").json(`{"registered":true}`).notAllowed("GET"),
+		hx("PROPFIND at the leaderboard", "PROPFIND", "/v1/human/leaderboard").notAllowed("GET, OPTIONS"),
+		hx("lower-case get at the leaderboard", "get", "/v1/human/leaderboard").notAllowed("GET, OPTIONS"),
+		hx("POST with a JSON body at the device lookup", "POST", "/v1/agent/verify/device/x").json(`{"registered":true}`).notAllowed("GET, OPTIONS"),
 	)
 }
 
@@ -390,8 +390,12 @@ func hostilePathCases(f *hostileFixture) []*hostileCase {
 		hx("key lookup of an unknown key (unknown agent)", "GET", "/v1/agent/verify/public-key/"+f.agentX.urlKey()).unknownAgent(),
 	)
 
-	// Dot segments and empty segments: never a redirect out of the API.
+	// Dot segments and empty segments: never a redirect out of the API. The 404 is
+	// in the path's dialect: OAuth's invalid_request under /oauth2 (fourth review).
 	notFound := func(name, method, target string) *hostileCase {
+		if strings.HasPrefix(target, "/oauth2/") {
+			return hx(name, method, target).oauth(404, "invalid_request")
+		}
 		return hx(name, method, target).v1(404, "not_found")
 	}
 	wrongNonce := map[string]any{"nonce": "wrong", "palmSubject": "eve"}

@@ -67,8 +67,8 @@ func TestOIDCAuthorizeErrors(t *testing.T) {
 		if resp.Status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, POST" || resp.Header.Get("Location") != "" {
 			t.Errorf("%s: %d Allow %q, want 405 with Allow \"GET, POST\" and no redirect\nbody: %s", resp.Request, resp.Status, resp.Header.Get("Allow"), resp.Body)
 		}
-		if m := resp.Object(t); str(m["error"]) == "" || str(m["code"]) != "method_not_allowed" {
-			t.Errorf("%s: body %s, want error and code method_not_allowed", resp.Request, resp.Body)
+		if m := resp.Object(t); str(m["error"]) != "invalid_request" || str(m["error_description"]) == "" || m["code"] != nil {
+			t.Errorf("%s: body %s, want OAuth's invalid_request with a description", resp.Request, resp.Body)
 		}
 	})
 
@@ -384,8 +384,8 @@ func TestOIDCTokenErrors(t *testing.T) {
 		if resp.Status != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "OPTIONS, POST" { // OPTIONS: the CORS preflight
 			t.Errorf("%s: %d Allow %q, want 405 with Allow OPTIONS, POST\nbody: %s", resp.Request, resp.Status, resp.Header.Get("Allow"), resp.Body)
 		}
-		if m := resp.Object(t); str(m["code"]) != "method_not_allowed" {
-			t.Errorf("%s: body %s, want code method_not_allowed", resp.Request, resp.Body)
+		if m := resp.Object(t); str(m["error"]) != "invalid_request" || m["code"] != nil {
+			t.Errorf("%s: body %s, want OAuth's invalid_request", resp.Request, resp.Body)
 		}
 	})
 
