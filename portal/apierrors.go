@@ -20,13 +20,14 @@ type errorBody struct {
 
 // statusCodes are the stable codes of the portal's error statuses.
 var statusCodes = map[int]string{
-	http.StatusBadRequest:          "bad_request",
-	http.StatusUnauthorized:        "unauthorized",
-	http.StatusForbidden:           "forbidden",
-	http.StatusNotFound:            "not_found",
-	http.StatusMethodNotAllowed:    "method_not_allowed",
-	http.StatusServiceUnavailable:  "unavailable",
-	http.StatusInternalServerError: "internal_error",
+	http.StatusBadRequest:            "bad_request",
+	http.StatusUnauthorized:          "unauthorized",
+	http.StatusForbidden:             "forbidden",
+	http.StatusNotFound:              "not_found",
+	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusRequestEntityTooLarge: "body_too_large", // the /v1 code of the same refusal
+	http.StatusServiceUnavailable:    "unavailable",
+	http.StatusInternalServerError:   "internal_error",
 }
 
 // failJSON answers status and msg as JSON.

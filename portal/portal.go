@@ -127,6 +127,10 @@ func New(cfg Config) *Portal {
 	return p
 }
 
+// maxFormBytes bounds a portal form's body, as edge.MaxBodyBytes bounds the
+// others'; over it the form is 413.
+const maxFormBytes = 64 << 10
+
 // ServeHTTP serves /portal and /portal/*.
 func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.mux.ServeHTTP(w, r) }
 
@@ -150,8 +154,13 @@ func (p *Portal) authed(h func(http.ResponseWriter, *http.Request, *session)) ht
 			return
 		}
 		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			if err := r.ParseForm(); err != nil {
+				var tooLarge *http.MaxBytesError
+				if errors.As(err, &tooLarge) { // RFC 9110 15.5.14 (fourth review: it was 400)
+					p.fail(w, r, http.StatusRequestEntityTooLarge, "The form is larger than 64 KiB, so it was not read: nothing was changed.")
+					return
+				}
 				p.fail(w, r, http.StatusBadRequest, "The form could not be read.")
 				return
 			}

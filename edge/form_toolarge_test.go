@@ -1,0 +1,41 @@
+package edge_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestFormsTooLarge (fourth review): every form endpoint answers a body over 64
+// KiB with 413 Content Too Large (RFC 9110 15.5.14) in its dialect, a page to a
+// browser: the forms a person posts (consent, the login page's cancel, the
+// registration page's decline, the agents page's forms) as well as the token,
+// authorize and logout forms TestBodyTooLarge covers.
+func TestFormsTooLarge(t *testing.T) {
+	e := newEnv(t)
+	big := url.Values{"csrf": {"x"}, "csrf_token": {"x"}, "deviceId": {strings.Repeat("a", 65<<10)}}
+	for _, target := range []string{
+		"/oauth2/consent", "/oauth2/verify/cancel",
+		"/v1/agent/register/00000000-0000-4000-8000-000000000000/decline",
+		"/v1/human/agents/remove", "/v1/human/agents/revoke", "/v1/human/agents/signout",
+		"/oauth2/revoke", "/oauth2/introspect",
+	} {
+		w := e.postForm(t, target, big, http.Header{"Accept": {browserAccept}})
+		if w.Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s from a browser: %d, want 413:\n%.300s", target, w.Code, w.Body)
+			continue
+		}
+		if !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") && !strings.HasPrefix(target, "/oauth2/revoke") && !strings.HasPrefix(target, "/oauth2/introspect") {
+			t.Errorf("%s from a browser: Content-Type %q, want a page", target, w.Header().Get("Content-Type"))
+		}
+		if w := e.postForm(t, target, big, nil); w.Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s from a program: %d, want 413: %.300s", target, w.Code, w.Body)
+		}
+	}
+	// userinfo's form-encoded token (RFC 6750 2.2).
+	w := e.do(t, req{method: http.MethodPost, target: "/oauth2/userinfo", body: "access_token=" + strings.Repeat("a", 65<<10), contentType: "application/x-www-form-urlencoded"})
+	if w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("userinfo: %d, want 413: %.300s", w.Code, w.Body)
+	}
+}
