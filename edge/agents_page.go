@@ -276,6 +276,9 @@ func (s *Server) handleAgentsSignout(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// agentsPagePath is the agents page, where a person starts a new session.
+const agentsPagePath = "/v1/human/agents"
+
 // errNoOwnerSession refuses a form post without a verified owner session (ended,
 // expired, or never verified), or with a CSRF token that is not its own.
 var errNoOwnerSession = &fault.Error{Class: fault.Forbidden, Code: "forbidden", Message: "this page's session has ended or the form is not its own: open the page again"}
@@ -331,6 +334,18 @@ func (s *Server) writeAgentsPageError(w http.ResponseWriter, r *http.Request, er
 	}
 	if retry > 0 {
 		setRetryAfter(w, retry)
+	}
+	if errors.Is(err, errNoOwnerSession) {
+		// The page the person has open outlived its session (expired, signed out
+		// in another tab, or ended by an operator: DELETE
+		// /palmgate/humans/{humanId}/sessions): say so in words and offer a new one.
+		s.renderSignedOutPage(w, r, e.Status, signedOutPageData{
+			Title: "Your agents", StatusClass: "bad",
+			Outcome: "This page's session has ended (it expired, was signed out, or was ended for you), or the form did not come from it.",
+			Lines:   []string{"Nothing was changed. Verify with your palm again to see your agents."},
+			Link:    agentsPagePath, LinkText: "Start again",
+		})
+		return
 	}
 	s.renderSignedOutPage(w, r, e.Status, signedOutPageData{
 		Title: "Your agents", StatusClass: "bad", Outcome: e.Message,

@@ -21,7 +21,8 @@ type signedOutPageData struct {
 	Title, Outcome, StatusClass string
 	Lines                       []string
 	// Link and LinkText, when set, are the page's one link: on to a
-	// post_logout_redirect_uri an anonymous registrant chose (oidc.Logout.Confirm).
+	// post_logout_redirect_uri an anonymous registrant chose (oidc.Logout.Confirm),
+	// or back to the agents page for a new session once its own has ended.
 	Link     template.URL
 	LinkText string
 	CSPNonce string
