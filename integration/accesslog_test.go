@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +90,18 @@ func TestExampleAccessLogRedacts(t *testing.T) {
 	sess := e.initSession(t, a.registration(time.Now()))
 	e.verifyInfo(t, sess)
 	e.do(t, "GET", e.URL+"/v1/agent/register/"+sess.ID+"/verify", nil).ExpectStatus(t, http.StatusOK)
+	// Its owner declines it on the page (fourth review): the 303 back to the page
+	// names the session in its Location.
+	page := e.do(t, "GET", e.URL+"/v1/agent/register/"+sess.ID+"/verify", nil, "Accept", "text/html").ExpectStatus(t, http.StatusOK)
+	token := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindSubmatch(page.Body)
+	if token == nil {
+		t.Fatalf("the registration page has no decline form:\n%s", testserver.Snippet(page.Body))
+	}
+	declined := e.do(t, "POST", e.URL+"/v1/agent/register/"+sess.ID+"/decline", url.Values{"csrf_token": {html.UnescapeString(string(token[1]))}}.Encode(),
+		"Content-Type", "application/x-www-form-urlencoded", "Accept", "text/html")
+	if declined.Status != http.StatusSeeOther || !strings.Contains(declined.Header.Get("Location"), sess.ID) {
+		t.Fatalf("decline: %d Location %q, want 303 to the page", declined.Status, declined.Header.Get("Location"))
+	}
 	e.do(t, "GET", e.URL+"/v1/agent/register/"+sess.ID+"/status", nil).ExpectStatus(t, http.StatusOK)
 
 	// Every request above is in the access log once it has been written.
@@ -109,7 +123,7 @@ func TestExampleAccessLogRedacts(t *testing.T) {
 	if len(lines) < 17 {
 		t.Fatalf("%d access log lines, want one per request (17 or more): is the example's log directive gone?\n%s", len(lines), log)
 	}
-	for _, want := range []string{"/oauth2/authorize?", "/oauth2/verify?auth_request_id=REDACTED", "nonce=REDACTED", "/demo/callback?code=REDACTED", `"Location":["`, "/v1/agent/register/REDACTED/verify", "/v1/agent/register/REDACTED/status", "/v1/agent/register/init",
+	for _, want := range []string{"/oauth2/authorize?", "/oauth2/verify?auth_request_id=REDACTED", "nonce=REDACTED", "/demo/callback?code=REDACTED", `"Location":["`, "/v1/agent/register/REDACTED/verify", "/v1/agent/register/REDACTED/status", "/v1/agent/register/REDACTED/decline", "/v1/agent/register/init",
 		"/oauth2/logout?client_id=demo&id_token_hint=REDACTED&logout_hint=REDACTED", "/oauth2/userinfo?access_token=REDACTED", "login_hint=REDACTED", "request_uri=REDACTED", "&request=REDACTED", "id_token_hint=REDACTED"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("access log lacks %q:\n%s", want, strings.Join(lines, "\n"))
