@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/palmgate/palmgate/core/oidc"
 )
 
 // TestFormsTooLarge (fourth review): every form endpoint answers a body over 64
@@ -38,4 +40,15 @@ func TestFormsTooLarge(t *testing.T) {
 	if w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("userinfo: %d, want 413: %.300s", w.Code, w.Body)
 	}
+}
+
+// TestRegisterTooLargeAfterTheObject (fourth review): a registration body over 64
+// KiB is 413 wherever the bound is crossed; one JSON object followed by more than
+// the bound of whitespace was 400 invalid_client_metadata ("must be one JSON
+// object"), as the check for a second value read into the bound.
+func TestRegisterTooLargeAfterTheObject(t *testing.T) {
+	e := newEnv(t, withRegistration(oidc.RegistrationConfig{}))
+	body := `{"redirect_uris":["` + regRedirect + `"]}` + strings.Repeat(" ", 65<<10)
+	w := e.do(t, req{method: http.MethodPost, target: "/oauth2/register", body: body, contentType: "application/json"})
+	wantOAuthError(t, w, http.StatusRequestEntityTooLarge, "invalid_request")
 }

@@ -41,6 +41,10 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := dec.Token(); err != io.EOF {
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) { // whitespace past the bound
+			s.writeOAuthError(w, r, fault.New(fault.TooLarge, codeBodyTooLarge, "the body is larger than 64 KiB"))
+			return
+		}
 		writeJSON(w, http.StatusBadRequest, oauthErrorBody{Error: oidc.ErrInvalidClientMetadata, Description: "the body must be one JSON object"})
 		return
 	}
