@@ -19,7 +19,7 @@ import (
 //	        and access tokens of every application, their codes not yet redeemed,
 //	        their agents' grants, their consents) -> {"humanId","ssoSessions",
 //	        "agentsPageSessions","portalSessions","grantsRevoked","grants",
-//	        "agentGrants","consents","codes"}
+//	        "agentGrants","consents","codes","logins"}
 //
 // Everything is one transaction: 503 when the store cannot be written, and then
 // nothing ended. The sessions end on every instance on the store at once (each
@@ -74,6 +74,9 @@ type endedHuman struct {
 	AgentGrants        int    `json:"agentGrants"`
 	Consents           int    `json:"consents"`
 	Codes              int    `json:"codes"`
+	// Logins: palm scans verified before the call whose browser had not yet
+	// fetched the answer, answered access_denied (no session starts from them).
+	Logins int `json:"logins"`
 }
 
 // adminHumans serves /palmgate/humans/{humanId}/sessions.
@@ -117,6 +120,7 @@ func (a *App) endHuman(w http.ResponseWriter, r *http.Request, humanID string, r
 		return clientAdminError(err)
 	}
 	out.SSOSessions, out.Grants, out.AgentGrants, out.Consents, out.Codes = n.SSOSessions, n.Grants, n.AgentGrants, n.Consents, n.Codes
+	out.Logins = n.Logins
 	e := event.Event{Kind: event.HumanSessionsEnded, HumanID: humanID}
 	if revoke {
 		e.Outcome = event.Revoked

@@ -50,6 +50,9 @@ const (
 	RequestVerified AuthRequestStatus = "verified"
 	RequestDenied   AuthRequestStatus = "denied"
 	RequestAnswered AuthRequestStatus = "answered" // the code or the error went back
+	// RequestEnded: verified, then the operator ended the person (EndHuman)
+	// before the browser fetched the answer: access_denied, no session.
+	RequestEnded AuthRequestStatus = "ended"
 )
 
 // AuthRequest is a validated authorization request waiting for its palm scan.
@@ -530,6 +533,13 @@ func (s *Service) finishWith(ctx context.Context, id, binding, old, code, sessio
 			return err
 		}
 		answered = event.Event{Kind: event.Login, ClientID: ar.ClientID, HumanID: ar.HumanID}
+		if ar.Status == RequestEnded {
+			answered.Outcome = event.Denied
+			redirect = &Redirect{URI: ar.RedirectURI, Error: ErrAccessDenied, Description: "the person's palmgate sessions were ended: sign in again",
+				State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}
+			ar.Status = RequestAnswered
+			return s.putAuthRequest(txn, ar)
+		}
 		switch st := c.StatusAt(s.now()); st {
 		case palm.StatusPending:
 			return nil

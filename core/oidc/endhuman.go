@@ -64,6 +64,10 @@ type HumanEnded struct {
 	AgentGrants int `json:"agentGrants"`
 	Consents    int `json:"consents"`
 	Codes       int `json:"codes"`
+	// Logins are the person's palm scans verified before the end whose browser
+	// had not fetched the answer: each would have started a session (fourth
+	// review); they are answered access_denied.
+	Logins int `json:"logins"`
 }
 
 // EndHuman ends every SSO session of humanID on every instance on the store at once
@@ -94,12 +98,19 @@ func (s *Service) EndHuman(ctx context.Context, humanID string, opts EndHumanOpt
 	if err != nil {
 		return HumanEnded{}, err
 	}
+	logins, err := s.verifiedLogins(ctx, humanID)
+	if err != nil {
+		return HumanEnded{}, err
+	}
 	var n HumanEnded
 	var done []revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		n, done = HumanEnded{}, done[:0] // fn may run again: nothing of a run before
 		var err error
 		if n.SSOSessions, err = s.endHumanSessions(txn, humanID, legacy); err != nil {
+			return err
+		}
+		if n.Logins, err = s.endVerifiedLogins(txn, humanID, logins); err != nil {
 			return err
 		}
 		if opts.Also != nil {
@@ -298,6 +309,53 @@ func (s *Service) legacySessions(ctx context.Context, humanID string) ([]string,
 		return nil, fmt.Errorf("listing the sessions of a person: %w", err)
 	}
 	return out, nil
+}
+
+// verifiedLogins lists the ids of humanID's authorization requests whose palm
+// scan is verified and whose answer (a code and a new SSO session) the browser
+// has not fetched yet, in a read-only transaction: a scan of the requests (an
+// incident is rare; they live the login's lifetime and a day).
+func (s *Service) verifiedLogins(ctx context.Context, humanID string) ([]string, error) {
+	var out []string
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		out = out[:0]
+		prefix := authRequestKey("")
+		return txn.Iterate(prefix, func(k, v []byte) (bool, error) {
+			var ar AuthRequest
+			if json.Unmarshal(v, &ar) == nil && ar.Status == RequestVerified && ar.HumanID == humanID {
+				out = append(out, string(k[len(prefix):]))
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the logins of a person: %w", err)
+	}
+	return out, nil
+}
+
+// endVerifiedLogins marks the requests of ids still verified for humanID
+// RequestEnded (finishWith answers them access_denied), and counts them.
+func (s *Service) endVerifiedLogins(txn storage.Txn, humanID string, ids []string) (int, error) {
+	n := 0
+	for _, id := range ids {
+		ar, err := getAuthRequest(txn, id)
+		if errors.Is(err, ErrUnknownAuthRequest) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if ar.Status != RequestVerified || ar.HumanID != humanID {
+			continue // answered meanwhile: its session or code is ended with the others
+		}
+		ar.Status = RequestEnded
+		if err := s.putAuthRequest(txn, ar); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // legacyRollout is how long after the first start of a release with the index

@@ -298,3 +298,39 @@ func TestHumanBySubject(t *testing.T) {
 		}
 	}
 }
+
+// TestEndHumanEndsAVerifiedLoginNotYetFinished (fourth review): a palm scan
+// verified before the end whose browser had not yet fetched the answer (its
+// login page polls) would, after the end, start a new SSO session and get a
+// code: the person's session outlived the end. The end answers such a login
+// access_denied; another person's verified login still finishes.
+func TestEndHumanEndsAVerifiedLoginNotYetFinished(t *testing.T) {
+	h := newSSOHarness(t, ssoTTL)
+	ctx := context.Background()
+	verified := func(who string) (*AuthRequest, string) {
+		ar, err := h.svc.Authorize(ctx, params("scope", "openid offline_access"), testBrowser)
+		if err != nil || ar.ChallengeID == "" {
+			t.Fatalf("Authorize = %+v, %v; want a palm challenge", ar, err)
+		}
+		return ar, h.scan(t, ar, who) // verified; the browser has not polled yet
+	}
+	aliceAR, alice := verified("alice")
+	bobAR, _ := verified("bob")
+	n, err := h.svc.EndHuman(ctx, alice, EndHumanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step, err := h.svc.LoginPage(ctx, aliceAR.ID, testBinding, LoginOptions{Finish: true})
+	if err != nil {
+		t.Fatalf("LoginPage after the end: %v", err)
+	}
+	if step.Session != nil || step.Redirect == nil || step.Redirect.Code != "" || step.Redirect.Error != ErrAccessDenied {
+		t.Fatalf("alice's login verified before the end, finished after it = session %v, redirect %+v; want access_denied and no session", step.Session != nil, step.Redirect)
+	}
+	if n.Logins != 1 {
+		t.Errorf("EndHuman = %+v; want her one verified login counted", n)
+	}
+	if step, err := h.svc.LoginPage(ctx, bobAR.ID, testBinding, LoginOptions{Finish: true}); err != nil || step.Redirect == nil || step.Redirect.Code == "" {
+		t.Fatalf("bob's verified login = %+v, %v; want a code", step, err)
+	}
+}
