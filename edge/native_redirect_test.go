@@ -109,6 +109,16 @@ func TestAnonymousClientLogoutIsConfirmed(t *testing.T) {
 	if got := w.Header().Get("Location"); got != bye+"?state=s-2" {
 		t.Fatalf("logout with the client's hint: Location %q; want %s?state=s-2", got, bye)
 	}
+	// (Fourth review.) The hint ended its login: the same hint again (ID tokens
+	// are taken expired, so one sign-in of the registrant's own made a link that
+	// redirected anyone, forever) ends no login, and is confirmed.
+	w = e.get(t, "/oauth2/logout?"+url.Values{"id_token_hint": {hint}, "post_logout_redirect_uri": {bye}, "state": {"s-3"}}.Encode())
+	if w.Code != http.StatusOK || w.Header().Get("Location") != "" {
+		t.Fatalf("logout with a hint of a login already ended: %d, Location %q; want the signed-out page", w.Code, w.Header().Get("Location"))
+	}
+	if m := continueHrefRE.FindStringSubmatch(w.Body.String()); m == nil || html.UnescapeString(m[1]) != bye+"?state=s-3" {
+		t.Fatalf("the signed-out page lacks the one link on to %s: %s", bye, w.Body)
+	}
 }
 
 // TestPrivateUseSchemeInSessionAsksEachTime (fourth review; RFC 8252 8.6): within

@@ -2,13 +2,16 @@ package oidc
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/event"
+	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/storage"
 )
 
 // idTokenHintParser reads an id_token_hint. Its signature and `typ` are checked by
@@ -34,8 +37,9 @@ type Logout struct {
 	RedirectURI string
 	State       string
 	// Confirm: RedirectURI is an anonymous registrant's (RFC 7591, a client ID
-	// metadata document) and the request carried no id_token_hint issued to its
-	// client, so nothing shows that anyone signed in there: anyone's link to the
+	// metadata document) and the request carried no id_token_hint of a login of
+	// its client live until now (a replayed hint ends nothing), so nothing shows
+	// that anyone signed in there: anyone's link to the
 	// logout endpoint would redirect on to a page its registrant chose, under the
 	// issuer's name (an open redirector, RFC 9700 4.11.2). The edge ends the
 	// session, then shows the signed-out page with one link to URL.
@@ -121,17 +125,46 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 			return nil, oauthError(ErrInvalidRequest, "post_logout_redirect_uri is not registered for this client")
 		}
 		out.RedirectURI, out.State = redirect, state
-		out.Confirm = cl.anonymous && hint == "" // a hint names cl: it is one of the hint's audience (above)
 	}
 	ended := event.Event{Kind: event.Logout, Outcome: event.NoSession, ClientID: out.ClientID}
+	live := false // the hint's login was live until this request
 	if out.GrantID != "" {
-		if err := s.revoke(ctx, out.GrantID); err != nil {
+		var err error
+		if live, err = s.revokeLogin(ctx, out.GrantID); err != nil {
 			return nil, err
 		}
 		ended.Outcome = event.Revoked
 	}
+	// A hint names cl (it is one of the hint's audience, above), but only a login
+	// it ends now shows someone signed in there: ID tokens are taken expired, so a
+	// hint of the registrant's own, replayed, would redirect anyone (fourth review).
+	out.Confirm = out.RedirectURI != "" && cl.anonymous && !live
 	s.events.Emit(ctx, ended)
 	return out, nil
+}
+
+// revokeLogin revokes grant id, as revoke, and reports whether it was live
+// (stored and not revoked) until then.
+func (s *Service) revokeLogin(ctx context.Context, id string) (live bool, err error) {
+	var done revocation
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		live = false // fn may run again
+		g, err := getGrant(txn, id)
+		var oe *fault.Error
+		switch {
+		case err == nil:
+			live = !g.Revoked
+		case !errors.As(err, &oe): // a fault: expired from the store
+			return err
+		}
+		done, err = s.revokeGrant(txn, id)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	s.committed(done)
+	return live, nil
 }
 
 // parseIDTokenHint checks that hint is an ID token this issuer signed, expired or
