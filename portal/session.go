@@ -189,19 +189,7 @@ func EndSessions(ctx context.Context, store storage.Store, owner string) (int, e
 // EndSessionsTxn is EndSessions in txn, for an owner already checked (the
 // operator ending a person's every session in one transaction).
 func EndSessionsTxn(txn storage.Txn, owner string) (int, error) {
-	var keys [][]byte
-	if err := txn.IterateKeys(sessionPrefix(owner), func(k []byte) (bool, error) {
-		keys = append(keys, append([]byte(nil), k...))
-		return true, nil
-	}); err != nil {
-		return 0, err
-	}
-	for _, k := range keys {
-		if err := txn.Delete(k); err != nil {
-			return 0, err
-		}
-	}
-	return len(keys), nil
+	return storage.DeletePrefix(txn, sessionPrefix(owner))
 }
 
 // csrfToken is the synchronizer token of the session's forms: an HMAC of its id.

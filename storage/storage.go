@@ -71,6 +71,23 @@ func Prefetch(txn Txn, keys ...[]byte) error {
 	return nil
 }
 
+// DeletePrefix deletes every record under prefix in txn and counts them.
+func DeletePrefix(txn Txn, prefix []byte) (int, error) {
+	var keys [][]byte
+	if err := txn.IterateKeys(prefix, func(k []byte) (bool, error) {
+		keys = append(keys, append([]byte(nil), k...))
+		return true, nil
+	}); err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if err := txn.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}
+
 // KeyReader is implemented by a Store that reads one key outside a transaction
 // more cheaply than View does (on a database server: one round trip, not two).
 type KeyReader interface {

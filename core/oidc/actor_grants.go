@@ -69,6 +69,35 @@ func (s *Service) RevokeAgentGrants(ctx context.Context, humanID, deviceID strin
 	return s.revokeActorGrants(ctx, humanID, func(g *ActorGrant) bool { return g.DeviceID == deviceID }, false)
 }
 
+// endActorGrants ends, in txn, the grants of list that match and are still
+// humanID's (one revoked meanwhile, or given anew by another person, is left),
+// and returns their revocations for committed.
+func (s *Service) endActorGrants(txn storage.Txn, humanID string, list []ActorGrant, match func(*ActorGrant) bool) ([]revocation, error) {
+	var done []revocation
+	now := s.now()
+	for i := range list {
+		if match != nil && !match(&list[i]) {
+			continue
+		}
+		g, err := getActorGrant(txn, list[i].DeviceID, list[i].ClientID)
+		if err == errNoActorGrant {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if g.HumanID != humanID {
+			continue
+		}
+		r, err := s.endActorGrant(txn, g, now)
+		if err != nil {
+			return nil, err
+		}
+		done = append(done, r)
+	}
+	return done, nil
+}
+
 func (s *Service) revokeActorGrants(ctx context.Context, humanID string, match func(*ActorGrant) bool, mustExist bool) error {
 	grants, err := s.HumanActorGrants(ctx, humanID)
 	if err != nil {
@@ -77,26 +106,9 @@ func (s *Service) revokeActorGrants(ctx context.Context, humanID string, match f
 	var done []revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
 		done = done[:0] // fn may run again: nothing of a run before
-		now := s.now()
-		for i := range grants {
-			if !match(&grants[i]) {
-				continue
-			}
-			g, err := getActorGrant(txn, grants[i].DeviceID, grants[i].ClientID)
-			if err == errNoActorGrant {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if g.HumanID != humanID {
-				continue
-			}
-			r, err := s.endActorGrant(txn, g, now)
-			if err != nil {
-				return err
-			}
-			done = append(done, r)
+		var err error
+		if done, err = s.endActorGrants(txn, humanID, grants, match); err != nil {
+			return err
 		}
 		if mustExist && len(done) == 0 {
 			return ErrActorGrantNotFound

@@ -132,26 +132,13 @@ func (s *Service) EndHuman(ctx context.Context, humanID string, opts EndHumanOpt
 		if n.Codes, err = s.endHumanCodes(txn, humanID, codes); err != nil {
 			return err
 		}
-		now := s.now()
-		for i := range actor {
-			g, err := getActorGrant(txn, actor[i].DeviceID, actor[i].ClientID)
-			if err == errNoActorGrant {
-				continue // revoked meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			if g.HumanID != humanID {
-				continue
-			}
-			r, err := s.endActorGrant(txn, g, now)
-			if err != nil {
-				return err
-			}
-			done = append(done, r)
-			n.AgentGrants++
+		agents, err := s.endActorGrants(txn, humanID, actor, nil)
+		if err != nil {
+			return err
 		}
-		n.Consents, err = deletePrefix(txn, []byte(string(consentPrefix())+humanID+"/"))
+		done = append(done, agents...)
+		n.AgentGrants = len(agents)
+		n.Consents, err = storage.DeletePrefix(txn, []byte(string(consentPrefix())+humanID+"/"))
 		return err
 	})
 	if err != nil {
@@ -361,23 +348,6 @@ func (s *Service) endVerifiedLogins(txn storage.Txn, humanID string, ids []strin
 // legacyRollout is how long after the first start of a release with the index
 // an instance of an earlier one may still start sessions (a rolling upgrade).
 const legacyRollout = time.Hour
-
-// deletePrefix deletes every record under prefix and counts them.
-func deletePrefix(txn storage.Txn, prefix []byte) (int, error) {
-	var keys [][]byte
-	if err := txn.IterateKeys(prefix, func(k []byte) (bool, error) {
-		keys = append(keys, append([]byte(nil), k...))
-		return true, nil
-	}); err != nil {
-		return 0, err
-	}
-	for _, k := range keys {
-		if err := txn.Delete(k); err != nil {
-			return 0, err
-		}
-	}
-	return len(keys), nil
-}
 
 // sessionIndexSince returns when the first instance that indexes SSO sessions
 // started on the store, recording now if none did: sessions older than that may
