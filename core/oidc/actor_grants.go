@@ -105,8 +105,7 @@ func (s *Service) revokeActorGrants(ctx context.Context, humanID string, match f
 	}
 	var done []revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		done = done[:0] // fn may run again: nothing of a run before
-		var err error
+		var err error // fn may run again: done is each run's own
 		if done, err = s.endActorGrants(txn, humanID, grants, match); err != nil {
 			return err
 		}
