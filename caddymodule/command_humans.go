@@ -76,7 +76,7 @@ func runEndHuman(fs caddycmd.Flags) (int, error) {
 	fmt.Fprintf(tw, "single sign-on sessions\t%d\n", ended.SSOSessions)
 	fmt.Fprintf(tw, "agents page sessions\t%d\n", ended.AgentsPageSessions)
 	fmt.Fprintf(tw, "portal sessions\t%d\n", ended.PortalSessions)
-	fmt.Fprintf(tw, "logins verified, not yet finished\t%d\n", ended.Logins)
+	fmt.Fprintf(tw, "logins not yet answered\t%d\n", ended.Logins)
 	if ended.GrantsRevoked {
 		fmt.Fprintf(tw, "grants (refresh families)\t%d\n", ended.Grants)
 		fmt.Fprintf(tw, "agent grants\t%d\n", ended.AgentGrants)
