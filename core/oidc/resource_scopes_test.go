@@ -43,3 +43,30 @@ func TestScopesOfTheProtectedResource(t *testing.T) {
 		wantError(t, err, ErrInvalidScope)
 	}
 }
+
+// TestConsentIsPerResource (fourth review): a person's remembered consent named
+// scopes only, so within the SSO session a client that the person let reach one
+// resource (the login page names it) got a token for another at once, and, since
+// clients without resources may ask for a site's own scopes, the consent to one
+// site's `admin` answered a request for another site's `admin`. A request for a
+// resource the person has not consented to for the client asks again; one they
+// have is still answered at once.
+func TestConsentIsPerResource(t *testing.T) {
+	h := newSSOHarness(t, ssoTTL)
+	const other = "https://other-mcp.example.test/mcp"
+	r := &bearer.Resources{}
+	r.Add(bearer.NewResourceMetadata(mcpResource, oauthIssuer, []string{"admin"}))
+	r.Add(bearer.NewResourceMetadata(other, oauthIssuer, []string{"admin"}))
+	h.svc.resources = r
+	ask := func(resource string) []string {
+		return []string{"client_id", "other", "redirect_uri", otherRedir, "scope", "admin", "nonce", "", "resource", resource}
+	}
+	_, sess := h.scanLogin(t, ask(mcpResource), "alice", "")
+	b := testBrowser
+	b.Session = sess.ID
+	wantCode(t)(h.svc.Authorize(context.Background(), params(ask(mcpResource)...), b))
+	ar, err := h.svc.Authorize(context.Background(), params(ask(other)...), b)
+	if err != nil || ar.Answer != nil || ar.Status != RequestConsent {
+		t.Fatalf("in the session, the same scope for another resource = %+v, %v; want the consent page", ar, err)
+	}
+}

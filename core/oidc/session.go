@@ -66,9 +66,18 @@ type ssoSession struct {
 }
 
 // consentRecord is what a human consented to for a client: the union of the scope
-// sets it granted.
+// sets it granted, and (fourth review) of the resources it let the client reach
+// as the person (a record of an earlier release names none: a request for a
+// resource asks once more).
 type consentRecord struct {
-	Scopes []string `json:"scopes"`
+	Scopes    []string `json:"scopes"`
+	Resources []string `json:"resources,omitempty"`
+}
+
+// covers reports whether the consent includes every scope of asked and, when
+// resource is not "", that resource.
+func (c *consentRecord) covers(asked []string, resource string) bool {
+	return c != nil && covers(c.Scopes, asked) && (resource == "" || slices.Contains(c.Resources, resource))
 }
 
 // Session is a new SSO session: the id the browser keeps in its cookie until
@@ -134,13 +143,22 @@ func (s *Service) startSession(txn storage.Txn, id, old string, ar *AuthRequest)
 	if err := s.indexSession(txn, ar.HumanID, sessionHash(id)); err != nil {
 		return nil, err
 	}
-	if err := s.addConsent(txn, ar.HumanID, ar.ClientID, ar.Scopes); err != nil {
+	if err := s.addConsent(txn, ar.HumanID, ar.ClientID, ar.Scopes, ar.Resource); err != nil {
 		return nil, err
 	}
 	return &Session{ID: id, ExpiresAt: exp}, nil
 }
 
 func (s *Service) getConsent(txn storage.Txn, humanID, clientID string) ([]string, error) {
+	c, err := s.getConsentRecord(txn, humanID, clientID)
+	if c == nil || err != nil {
+		return nil, err
+	}
+	return c.Scopes, nil
+}
+
+// getConsentRecord is humanID's consent to clientID, nil when none.
+func (s *Service) getConsentRecord(txn storage.Txn, humanID, clientID string) (*consentRecord, error) {
 	c, err := records.Get[consentRecord](txn, consentKey(humanID, clientID), errNoSession, "consent")
 	if errors.Is(err, errNoSession) {
 		return nil, nil
@@ -148,19 +166,27 @@ func (s *Service) getConsent(txn storage.Txn, humanID, clientID string) ([]strin
 	if err != nil {
 		return nil, err
 	}
-	return c.Scopes, nil
+	return c, nil
 }
 
-// addConsent adds scopes to what humanID consented to for clientID. It is kept as
-// long as a refresh token lives, and renewed with each consent.
-func (s *Service) addConsent(txn storage.Txn, humanID, clientID string, scopes []string) error {
-	have, err := s.getConsent(txn, humanID, clientID)
+// addConsent adds scopes (and resource, unless "") to what humanID consented to
+// for clientID. It is kept as long as a refresh token lives, and renewed with
+// each consent.
+func (s *Service) addConsent(txn storage.Txn, humanID, clientID string, scopes []string, resource string) error {
+	have, err := s.getConsentRecord(txn, humanID, clientID)
 	if err != nil {
 		return err
 	}
-	all := append(slices.Clone(have), scopes...)
+	if have == nil {
+		have = &consentRecord{}
+	}
+	all := append(slices.Clone(have.Scopes), scopes...)
 	slices.Sort(all)
-	b, err := json.Marshal(consentRecord{Scopes: slices.Compact(all)})
+	resources := slices.Clone(have.Resources)
+	if resource != "" && !slices.Contains(resources, resource) {
+		resources = append(resources, resource)
+	}
+	b, err := json.Marshal(consentRecord{Scopes: slices.Compact(all), Resources: resources})
 	if err != nil {
 		return err
 	}
@@ -228,7 +254,7 @@ func (s *Service) authorizeInSession(ctx context.Context, ar *AuthRequest, brows
 			why = "the last palm scan is older than max_age: a new scan is required"
 			return nil
 		}
-		consented, err := s.getConsent(txn, sess.HumanID, ar.ClientID)
+		consented, err := s.getConsentRecord(txn, sess.HumanID, ar.ClientID)
 		if err != nil {
 			return err
 		}
@@ -238,12 +264,12 @@ func (s *Service) authorizeInSession(ctx context.Context, ar *AuthRequest, brows
 		// A private-use scheme proves no app (any app may claim it, RFC 8252 8.6:
 		// no automatic answer without interaction): the person confirms each time.
 		appScheme := PrivateUseRedirect(ar.RedirectURI)
-		if slices.Contains(ar.prompt, "consent") || !covers(consented, ar.Scopes) || appScheme {
-			if none && appScheme && covers(consented, ar.Scopes) {
+		if slices.Contains(ar.prompt, "consent") || !consented.covers(ar.Scopes, ar.Resource) || appScheme {
+			if none && appScheme && consented.covers(ar.Scopes, ar.Resource) {
 				return oauthError(ErrConsentRequired, "an answer to a private-use scheme redirect_uri needs the person's confirmation each time (RFC 8252 8.6)")
 			}
 			if none {
-				return oauthError(ErrConsentRequired, "the person has not consented to these scopes for this client")
+				return oauthError(ErrConsentRequired, "the person has not consented to these scopes (or this resource) for this client")
 			}
 			r.Status = RequestConsent
 			out = &r
@@ -380,7 +406,7 @@ func (s *Service) Consent(ctx context.Context, id, binding, session, token strin
 		case !allow:
 			redirect = answer(ErrAccessDenied, "the person declined")
 		default:
-			if err := s.addConsent(txn, ar.HumanID, ar.ClientID, ar.Scopes); err != nil {
+			if err := s.addConsent(txn, ar.HumanID, ar.ClientID, ar.Scopes, ar.Resource); err != nil {
 				return err
 			}
 			if err := s.putCode(txn, code, ar); err != nil {
