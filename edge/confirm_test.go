@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/palmgate/palmgate/core/oidc"
 )
@@ -62,5 +63,41 @@ func TestAnonymousClientErrorIsAPage(t *testing.T) {
 	wantStatus(t, w, http.StatusFound)
 	if !strings.HasPrefix(w.Header().Get("Location"), testRedirect+"?") {
 		t.Fatalf("the operator's client: Location %q; want its redirect_uri", w.Header().Get("Location"))
+	}
+}
+
+// TestAnonymousClientExpiredLoginIsAPage (fourth review; RFC 9700 4.11.2): a
+// login page left open until its palm challenge expired reloaded itself into a
+// 302 to the client with access_denied: anyone's link to a self-registered
+// client's authorization request sent the tab that nobody touched on to the
+// registrant's page, under the issuer's name. Such an answer is now the page with
+// one link; the operator's client is still redirected.
+func TestAnonymousClientExpiredLoginIsAPage(t *testing.T) {
+	e := newEnv(t, withRegistration(oidc.RegistrationConfig{}))
+	const phish = "https://evil.example/phish"
+	w := e.postJSON(t, "/oauth2/register", map[string]any{"redirect_uris": []string{phish}, "token_endpoint_auth_method": "none"})
+	wantStatus(t, w, http.StatusCreated)
+	id, _ := decode(t, w)["client_id"].(string)
+	q := url.Values{"response_type": {"code"}, "client_id": {id}, "redirect_uri": {phish}, "scope": {"openid"}, "state": {"st-1"},
+		"code_challenge": {pkceChallenge()}, "code_challenge_method": {"S256"}}
+	l := e.authorize(t, q)
+	own := e.authorize(t, authorizeQuery())
+	e.clock.Advance(11 * time.Minute) // past the login's 10 minutes, its records still kept
+	w = e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + url.QueryEscape(l.id), cookies: []*http.Cookie{l.cookie}})
+	if loc := w.Header().Get("Location"); loc != "" || w.Code != http.StatusBadRequest {
+		t.Fatalf("the expired login of a self-registered client: %d to %q; want a 400 page, no redirect", w.Code, loc)
+	}
+	m := actionHrefRE.FindStringSubmatch(w.Body.String())
+	if m == nil {
+		t.Fatalf("no link on to the client: %s", w.Body)
+	}
+	if next, err := url.Parse(html.UnescapeString(m[1])); err != nil || next.Scheme+"://"+next.Host+next.Path != phish ||
+		next.Query().Get("error") != oidc.ErrAccessDenied || next.Query().Get("state") != "st-1" {
+		t.Errorf("the link = %q; want the redirect_uri with access_denied and state", m[1])
+	}
+	w = e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + url.QueryEscape(own.id), cookies: []*http.Cookie{own.cookie}})
+	wantStatus(t, w, http.StatusFound)
+	if !strings.HasPrefix(w.Header().Get("Location"), testRedirect+"?") {
+		t.Fatalf("the operator's client's expired login: Location %q; want its redirect_uri", w.Header().Get("Location"))
 	}
 }

@@ -37,6 +37,10 @@ type formPostField struct{ Name, Value string }
 // answerClient sends the answer of an authorization request back to the client: a
 // 302 to the redirect_uri in query mode, the auto-submitting form in form_post.
 func (s *Server) answerClient(w http.ResponseWriter, r *http.Request, redirect *oidc.Redirect) {
+	if redirect.Confirm {
+		s.confirmAnswer(w, r, redirect, "The sign-in that brought you here expired before a palm scan answered it.")
+		return
+	}
 	setNoStore(w)
 	if !redirect.FormPost() {
 		http.Redirect(w, r, redirect.URL(), http.StatusFound)
@@ -106,18 +110,24 @@ func frameAncestorSource(uri string) string {
 // 4.11.2). The link is the answer in query mode, also for form_post: a person's
 // click is a GET.
 func (s *Server) confirmRedirect(w http.ResponseWriter, r *http.Request, back *oidc.RedirectError) {
-	answer := back.Redirect(s.oidc.Issuer())
+	s.confirmAnswer(w, r, back.Redirect(s.oidc.Issuer()), "The sign-in request that brought you here was refused before you were asked anything.")
+}
+
+// confirmAnswer shows answer, an error to a client an anonymous registrant
+// described, as a 400 page whose one link goes on with it (confirmRedirect; a
+// login whose scan expired, oidc.Redirect.Confirm); what says what happened.
+func (s *Server) confirmAnswer(w http.ResponseWriter, r *http.Request, answer *oidc.Redirect, what string) {
 	answer.Mode = oidc.ResponseModeQuery
-	host := boundRunes(oidc.RedirectDestination(back.RedirectURI), 100) // an app's scheme, not a host, for a private-use one
+	host := boundRunes(oidc.RedirectDestination(answer.URI), 100) // an app's scheme, not a host, for a private-use one
 	setNoStore(w)
 	s.renderErrorPage(w, r, http.StatusBadRequest, errorPageData{
 		Title: "Sign-in refused", StatusClass: "bad",
-		What: "The sign-in request that brought you here was refused before you were asked anything.",
+		What: what,
 		Todo: []string{
 			"It came from an application that registered itself with this service, not with its operator, and asks to be answered at " + host + ".",
 			"Continue only if you know " + host + " and meant to sign in there; otherwise close this page.",
 		},
 		ActionLink: template.URL(answer.URL()), ActionText: "Continue to " + host, // a registered redirect URI (oidc.CheckClientRedirectURI)
-		Code: back.Fault.Code, Detail: boundRunes(back.Fault.Message, maxDetailRunes),
+		Code: answer.Error, Detail: boundRunes(answer.Description, maxDetailRunes),
 	})
 }

@@ -85,6 +85,10 @@ type AuthRequest struct {
 	// ActorUntil ends the agent's grant before the longest a grant lives
 	// (requested_actor_until, actor_until.go); zero without.
 	ActorUntil time.Time `json:"actorUntil,omitzero"`
+	// Anonymous: the client's redirect URIs are an anonymous registrant's (RFC
+	// 7591, a metadata document): an answer nobody asked for (the scan expired)
+	// is not redirected unseen (Redirect.Confirm).
+	Anonymous bool `json:"anonymous,omitempty"`
 
 	// Answer, set by Authorize only, is the answer the SSO session gave at once
 	// (a code, no scan, no page): the edge sends it back to the client.
@@ -338,7 +342,7 @@ func (s *Service) checkRequest(cl *client, params url.Values, back *RedirectErro
 	return &AuthRequest{
 		ClientID: cl.id, RedirectURI: back.RedirectURI, Scopes: scopes, Resource: resource,
 		State: state, Nonce: nonce, CodeChallenge: challenge, ResponseMode: back.ResponseMode,
-		prompt: prompt, maxAge: maxAge, RequestedActor: actor, ActorUntil: until,
+		prompt: prompt, maxAge: maxAge, RequestedActor: actor, ActorUntil: until, Anonymous: cl.anonymous,
 	}, nil
 }
 
@@ -437,6 +441,11 @@ type Redirect struct {
 	Issuer string
 	// Mode is the response mode: ResponseModeQuery ("" too) or ResponseModeFormPost.
 	Mode string
+	// Confirm (fourth review): an error no one asked for (a login page left open
+	// until its scan expired) to an anonymous registrant's URI (AuthRequest.
+	// Anonymous): the edge shows a page with one link on, as for
+	// RedirectError.Confirm, not a redirect of a tab nobody touched.
+	Confirm bool
 }
 
 // FormPost reports whether the answer is an auto-submitted form POSTed to URI
@@ -571,7 +580,7 @@ func (s *Service) finishWith(ctx context.Context, id, binding, old, code, sessio
 				answered.Outcome = event.Expired
 			}
 			redirect = &Redirect{URI: ar.RedirectURI, Error: ErrAccessDenied, Description: "the palm scan was declined or expired",
-				State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}
+				State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode, Confirm: st == palm.StatusExpired && ar.Anonymous}
 		}
 		ar.Status = RequestAnswered
 		return s.putAuthRequest(txn, ar)
