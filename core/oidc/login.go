@@ -5,6 +5,7 @@ import (
 
 	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/storage"
 )
 
 // LoginStep says what the login page of an authorization request shows next.
@@ -51,4 +52,65 @@ func (s *Service) LoginPage(ctx context.Context, id, binding string, opt LoginOp
 		}
 	}
 	return step, nil
+}
+
+// LoginState is an authorization request with its palm challenge, as the browser
+// presenting binding may see it.
+type LoginState struct {
+	Request   *AuthRequest
+	Challenge *palm.Challenge
+	// Bound reports whether the browser is the one that made the request; only
+	// then may it see the challenge's nonce (and scan URL).
+	Bound bool
+}
+
+// Login returns an authorization request and its challenge, for the login page of
+// the browser presenting binding. For that browser it renews the challenge's scan
+// URL when due (see palm.Service.Renew); unless renew is false (a HEAD request,
+// which changes nothing).
+func (s *Service) Login(ctx context.Context, id, binding string, renew bool) (*LoginState, error) {
+	var st LoginState
+	err := s.store.View(ctx, func(txn storage.Txn) error {
+		var err error
+		if st.Request, err = getAuthRequest(txn, id); err != nil {
+			return err
+		}
+		if st.Request.ChallengeID == "" { // answered by the SSO session: no scan, no login page
+			return oauthError(ErrInvalidRequest, "this authorization request has no palm scan; its page is the consent page")
+		}
+		st.Challenge, err = palm.GetChallenge(txn, st.Request.ChallengeID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.Bound = st.Request.boundTo(binding)
+	if st.Bound && renew {
+		if st.Challenge, err = s.palm.Renew(ctx, st.Challenge.ID); err != nil {
+			return nil, err
+		}
+	}
+	st.Challenge.Status = st.Challenge.StatusAt(s.now())
+	return &st, nil
+}
+
+// outcome records the end of a login's palm challenge on its authorization request.
+type outcome struct{ s *Service }
+
+func (o outcome) Verified(txn storage.Txn, c *palm.Challenge, humanID string) error {
+	ar, err := getAuthRequest(txn, c.Ref)
+	if err != nil {
+		return err
+	}
+	ar.Status, ar.HumanID, ar.AuthTime = RequestVerified, humanID, o.s.now().UTC()
+	return o.s.putAuthRequest(txn, ar)
+}
+
+func (o outcome) Denied(txn storage.Txn, c *palm.Challenge) error {
+	ar, err := getAuthRequest(txn, c.Ref)
+	if err != nil {
+		return err
+	}
+	ar.Status = RequestDenied
+	return o.s.putAuthRequest(txn, ar)
 }
