@@ -478,6 +478,13 @@ type errNeedActorOwner struct{ actor string }
 
 func (e errNeedActorOwner) Error() string { return "the owner of agent " + e.actor + " is needed" }
 
+// VerifiedLoginWindow is how long after its palm scan a login may be finished:
+// its page fetches the answer within seconds, or a few minutes when a phone
+// suspended the tab while the palm app ran. A login finished later (a tab left
+// open, a replayed login cookie) is access_denied, not a code and a new SSO
+// session hours after the scan.
+const VerifiedLoginWindow = 10 * time.Minute
+
 // finishWith is one try of finish with the owner of the agent actor looked up
 // (both "" before any lookup).
 func (s *Service) finishWith(ctx context.Context, id, binding, old, code, sessionID, actor, owner string) (*Redirect, *Session, error) {
@@ -513,6 +520,13 @@ func (s *Service) finishWith(ctx context.Context, id, binding, old, code, sessio
 		case palm.StatusPending:
 			return nil
 		case palm.StatusVerified:
+			if s.now().After(ar.AuthTime.Add(VerifiedLoginWindow)) {
+				answered.Outcome = event.Expired
+				redirect = &Redirect{URI: ar.RedirectURI, Error: ErrAccessDenied, Description: "the palm scan is too old: sign in again",
+					State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode, Confirm: ar.Anonymous}
+				ar.Status = RequestAnswered
+				return s.putAuthRequest(txn, ar)
+			}
 			if ar.RequestedActor != "" && ar.RequestedActor != actor && s.agents != nil {
 				return errNeedActorOwner{actor: ar.RequestedActor}
 			}
