@@ -176,8 +176,9 @@ func (s *Server) routes() *http.ServeMux {
 	route("/oauth2/introspect", map[string]http.HandlerFunc{"POST": s.handleIntrospect})
 	route("/oauth2/revoke", s.withCORS(map[string]http.HandlerFunc{"POST": s.handleRevoke}))
 	route("/oauth2/logout", map[string]http.HandlerFunc{"GET": s.limited(s.handleLogout, s.writeLogoutError), "POST": s.limited(s.handleLogout, s.writeLogoutError)})
-	route(PathAlive, map[string]http.HandlerFunc{"GET": s.handleAlive})
-	route(PathReady, map[string]http.HandlerFunc{"GET": s.handleReady})
+	// HEAD named too, so that a 405 lists it: load balancers probe with HEAD.
+	route(PathAlive, map[string]http.HandlerFunc{"GET": s.handleAlive, "HEAD": s.handleAlive})
+	route(PathReady, map[string]http.HandlerFunc{"GET": s.handleReady, "HEAD": s.handleReady})
 	s.wellKnownRoutes(route)
 	mux.HandleFunc("/oauth2/check", s.handleCheck)
 	mux.HandleFunc("/oauth2/check/", s.handleCheck) // gateways that append the original path (Envoy ext_authz)
