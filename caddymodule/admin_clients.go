@@ -45,6 +45,12 @@ type clientBody struct {
 	AllowedOrigins []string `json:"allowed_origins"`
 }
 
+// empty reports whether b names no field (null is none).
+func (b *clientBody) empty() bool {
+	return b.Name == nil && b.RedirectURIs == nil && b.Sector == nil && b.PostLogoutRedirectURIs == nil &&
+		b.IDTokenAlg == nil && b.AccessTokenAudience == nil && b.Public == nil && b.AllowedOrigins == nil
+}
+
 func (b *clientBody) spec() oidc.ClientSpec {
 	return oidc.ClientSpec{Name: b.Name, RedirectURIs: b.RedirectURIs, Sector: b.Sector,
 		PostLogoutRedirectURIs: b.PostLogoutRedirectURIs, IDTokenAlg: b.IDTokenAlg, AccessTokenAudience: b.AccessTokenAudience,
@@ -137,6 +143,9 @@ func (a *App) serveAdminClients(w http.ResponseWriter, r *http.Request) error {
 		}
 		if b.Public != nil {
 			return adminError(http.StatusBadRequest, "public is chosen when a client is created; create a new client instead")
+		}
+		if b.empty() {
+			return adminError(http.StatusBadRequest, "nothing to change: give at least one of name, redirect_uris, sector, post_logout_redirect_uris, id_token_signed_response_alg, access_token_audience or allowed_origins")
 		}
 		ci, err := svc.Clients().Update(ctx, id, "", b.spec())
 		if err != nil {

@@ -128,6 +128,9 @@ func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
 			body["redirect_uris"] = stringArray(fs, "redirect-uri")
 		}
 		logoutBody(fs, body)
+		if len(body) == 0 {
+			return caddy.ExitCodeFailedStartup, fmt.Errorf("nothing to change: give at least one of --name, --redirect-uri, --sector, --post-logout-redirect-uri, --id-token-alg, --access-token-audience or --allowed-origin")
+		}
 	case "rotate-secret":
 		if _, err := caddy.ParseDuration(fs.String("grace")); err != nil {
 			return caddy.ExitCodeFailedStartup, fmt.Errorf("--grace %q: not a duration; give one such as 24h, 90m or 0s (0s: the current secret stops at once)", fs.String("grace"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/event/eventtest"
@@ -92,7 +93,8 @@ func TestEvents(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	if _, err := h.svc.Clients().Update(ctx, ci.ID, "dev-1", ClientSpec{Name: &name}); err != nil {
+	renamed := "Events App 2"
+	if _, err := h.svc.Clients().Update(ctx, ci.ID, "dev-1", ClientSpec{Name: &renamed}); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
 	if _, _, err := h.svc.Clients().RotateSecret(ctx, ci.ID, "", 0); err != nil {
@@ -109,4 +111,41 @@ func TestEvents(t *testing.T) {
 		event.Event{Kind: event.ClientUpdated, ClientID: ci.ID, HumanID: "dev-1"},
 		event.Event{Kind: event.ClientSecretRotated, ClientID: ci.ID},
 		event.Event{Kind: event.ClientDeleted, ClientID: ci.ID})
+}
+
+// TestClientUpdateNoOp: an update that changes nothing (no field given, or each
+// field given its current value) is a no-op: the client is answered as it is, its
+// updated_at stays, and no "client updated" event is emitted (fourth review).
+func TestClientUpdateNoOp(t *testing.T) {
+	h := newHarnessOn(t, rerunStore{memstore.New()}, testSecret)
+	var rec eventtest.Recorder
+	h.svc.clients.events = rec.Sink()
+	ctx := context.Background()
+	name, uris := "No-op App", []string{"https://noop.example.test/cb"}
+	ci, _, err := h.svc.Clients().Create(ctx, ClientSpec{Name: &name, RedirectURIs: uris})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	rec.Take()
+	h.clock.Advance(time.Minute)
+	sector, alg, aud := "", "", AudienceBaseURL
+	for _, spec := range []ClientSpec{
+		{},
+		{Name: &name, RedirectURIs: uris, Sector: &sector, IDTokenAlg: &alg, AccessTokenAudience: &aud, PostLogoutRedirectURIs: []string{}, AllowedOrigins: []string{}},
+	} {
+		got, err := h.svc.Clients().Update(ctx, ci.ID, "", spec)
+		if err != nil {
+			t.Fatalf("Update(%+v): %v", spec, err)
+		}
+		if !got.UpdatedAt.Equal(ci.UpdatedAt) || got.Name != name {
+			t.Errorf("Update(%+v): %+v, want the client unchanged (updated_at %s)", spec, got, ci.UpdatedAt)
+		}
+		wantEvents(t, &rec, "no-op update")
+	}
+	renamed := "No-op App 2"
+	got, err := h.svc.Clients().Update(ctx, ci.ID, "", ClientSpec{Name: &renamed})
+	if err != nil || got.Name != renamed || !got.UpdatedAt.After(ci.UpdatedAt) {
+		t.Fatalf("Update(name) = %+v, %v; want the new name and a later updated_at", got, err)
+	}
+	wantEvents(t, &rec, "update", event.Event{Kind: event.ClientUpdated, ClientID: ci.ID})
 }

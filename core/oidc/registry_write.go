@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/palmgate/palmgate/core/event"
@@ -124,7 +125,7 @@ func (r *Clients) modify(ctx context.Context, id, owner string, fn func(*clientR
 		}
 		old := rec.origins()
 		if err := fn(rec); err != nil {
-			return err
+			return err // errUnchanged too: nothing is written
 		}
 		ttl := r.recordTTL(rec.ExpiresAt)
 		if err := putOrigins(txn, id, old, rec.origins(), ttl); err != nil {
@@ -136,13 +137,19 @@ func (r *Clients) modify(ctx context.Context, id, owner string, fn func(*clientR
 	return rec, err
 }
 
+// errUnchanged ends a modify whose fn found nothing to change: no write.
+var errUnchanged = errors.New("client unchanged")
+
 // Update changes a dynamic client's name, redirect URIs, sector,
-// post-logout redirect URIs or ID token algorithm.
+// post-logout redirect URIs or ID token algorithm. An update that changes
+// nothing (no field, or each its current value) is a no-op: nothing is written,
+// updated_at stays and no ClientUpdated event is emitted.
 func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec) (*ClientInfo, error) {
 	if err := r.validateSpec(&spec); err != nil {
 		return nil, err
 	}
 	rec, err := r.modify(ctx, id, owner, func(rec *clientRecord) error {
+		before := *rec
 		if spec.Name != nil {
 			rec.Name = *spec.Name
 		}
@@ -164,13 +171,27 @@ func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec)
 		if spec.AllowedOrigins != nil {
 			rec.AllowedOrigins = spec.AllowedOrigins
 		}
+		if sameClientSettings(&before, rec) {
+			return errUnchanged
+		}
 		return checkPrivateUseOwner(rec.Public, rec.RedirectURIs, rec.PostLogoutRedirectURIs)
 	})
+	if errors.Is(err, errUnchanged) {
+		return rec.info(r.now()), nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	r.emit(ctx, event.ClientUpdated, id, owner)
 	return rec.info(r.now()), nil
+}
+
+// sameClientSettings reports whether a and b have the same settings of those
+// Update changes (an empty list and none are the same, as are "" and base_url).
+func sameClientSettings(a, b *clientRecord) bool {
+	return a.Name == b.Name && slices.Equal(a.RedirectURIs, b.RedirectURIs) && a.Sector == b.Sector &&
+		slices.Equal(a.PostLogoutRedirectURIs, b.PostLogoutRedirectURIs) && a.IDTokenAlg == b.IDTokenAlg &&
+		orDefault(a.AccessTokenAudience, AudienceBaseURL) == orDefault(b.AccessTokenAudience, AudienceBaseURL) && slices.Equal(a.AllowedOrigins, b.AllowedOrigins)
 }
 
 func orDefault(v, def string) string {
