@@ -108,7 +108,7 @@ func adminAPIResponse(fs caddycmd.Flags, method, path string, body any, want str
 	}}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("nothing answers at %s (%s): is Caddy running? Start it, or %s", source, netCause(err), adminFix)
+		return nil, fmt.Errorf("nothing answers at %s (%s): is Caddy running, with its admin API on (not admin off)? Start it, or %s", source, netCause(err), adminFix)
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode >= 400 {
@@ -139,7 +139,18 @@ func adminAddress(fs caddycmd.Flags) (addr, source string, err error) {
 		return a, "--address " + a, nil
 	}
 	if c := fs.String("config"); c != "" {
-		addr, err := caddycmd.DetermineAdminAPIAddress("", nil, c, fs.String("adapter"))
+		cfg, _, _, err := caddycmd.LoadConfig(c, fs.String("adapter"))
+		if err != nil {
+			return "", "", fmt.Errorf("--config %s: %v", c, err)
+		}
+		var admin struct {
+			Admin *caddy.AdminConfig `json:"admin"`
+		}
+		if json.Unmarshal(cfg, &admin) == nil && admin.Admin != nil && admin.Admin.Disabled {
+			return "", "", fmt.Errorf("--config %s turns Caddy's admin API off (admin off): the palmgate commands work through it; "+
+				"give the admin global option a local address instead (such as admin localhost:2019) and restart Caddy", c)
+		}
+		addr, err := caddycmd.DetermineAdminAPIAddress("", cfg, c, fs.String("adapter"))
 		if err != nil {
 			return "", "", fmt.Errorf("--config %s: %v", c, err)
 		}

@@ -57,7 +57,7 @@ func TestCLIErrors(t *testing.T) {
 			"not the admin API's JSON (a site's address?); %s", cmd, site, fix)
 	}
 	nothing := func(cmd, source string) string {
-		return fmt.Sprintf("caddy palmgate %s: nothing answers at %s (connection refused): is Caddy running? Start it, or %s or --config <Caddyfile>",
+		return fmt.Sprintf("caddy palmgate %s: nothing answers at %s (connection refused): is Caddy running, with its admin API on (not admin off)? Start it, or %s or --config <Caddyfile>",
 			cmd, source, fix)
 	}
 	backupTo := filepath.Join(t.TempDir(), "palmgate.backup")
@@ -108,6 +108,8 @@ func TestCLIErrors(t *testing.T) {
 			"caddy palmgate client list: unknown flag: --bogus; usage: caddy palmgate client list"},
 		{"client list, not an address", nil, []string{"palmgate", "client", "list", "--address", "127.0.0.1:1-3"},
 			"caddy palmgate client list: --address 127.0.0.1:1-3 is not an address (host:port, or unix/<path>); " + fix + " or --config <Caddyfile>"},
+		{"client update without a change", nil, append([]string{"palmgate", "client", "update", "demo"}, admin...),
+			"caddy palmgate client update: nothing to change: give at least one of --name, --redirect-uri, --sector, --post-logout-redirect-uri, --id-token-alg, --access-token-audience or --allowed-origin"},
 		{"portal end-sessions, a bad owner", nil, append([]string{"palmgate", "portal", "end-sessions", "not-a-developer"}, admin...),
 			"caddy palmgate portal end-sessions: <owner> must be a developer's id (a client's owner, a lowercase uuid)"},
 		{"keys rotate, a bad --alg", nil, append([]string{"palmgate", "keys", "rotate", "--alg", "HS256"}, admin...),
@@ -141,6 +143,24 @@ func TestCLIErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(backupTo); err == nil {
 		t.Errorf("a failed backup left %s", backupTo)
+	}
+}
+
+// TestCLIAdminOff: a command given a config that turns the admin API off says
+// so, and how to turn it on, rather than "is Caddy running?" (fourth review).
+func TestCLIAdminOff(t *testing.T) {
+	t.Parallel()
+	config := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(config, []byte("{\n\tadmin off\n}\n:8080 {\n\trespond ok\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"client", "list"}, {"keys", "list"}, {"backup", "--to", filepath.Join(t.TempDir(), "b")}} {
+		_, stderr, status := runCLI(t, nil, append(append([]string{"palmgate"}, args...), "--config", config, "--adapter", "caddyfile")...)
+		want := "--config " + config + " turns Caddy's admin API off (admin off): the palmgate commands work through it; " +
+			"give the admin global option a local address instead (such as admin localhost:2019) and restart Caddy"
+		if status != 1 || !strings.Contains(stderr, want) || strings.Contains(stderr, "is Caddy running") {
+			t.Errorf("caddy palmgate %v --config <admin off>: exit status %d, stderr %q\nwant 1 and %q", args, status, stderr, want)
+		}
 	}
 }
 
