@@ -194,8 +194,9 @@ type App struct {
 type PalmAttestor struct {
 	// Name is the attestor's name, the `iss` of its assertions.
 	Name string `json:"name,omitempty"`
-	// PublicKey is its Ed25519 or P-256 public key as base64 DER SubjectPublicKeyInfo;
-	// the key type pins the algorithm (EdDSA or ES256).
+	// PublicKey is its Ed25519 or P-256 public key as base64 DER SubjectPublicKeyInfo
+	// or its PEM; placeholders such as {file./etc/palmgate/engine.pub} work. The key
+	// type pins the algorithm (EdDSA or ES256).
 	PublicKey string `json:"public_key,omitempty"`
 }
 
@@ -390,6 +391,9 @@ func (a *App) setDefaults() {
 	}
 	repl := caddy.NewReplacer()
 	a.PairwiseSecret = repl.ReplaceKnown(a.PairwiseSecret, "")
+	for i := range a.PalmAttestors { // an engine's key file: {file./etc/palmgate/engine.pub}
+		a.PalmAttestors[i].PublicKey = repl.ReplaceKnown(a.PalmAttestors[i].PublicKey, "")
+	}
 	for i := range a.Clients {
 		a.Clients[i].Secret = repl.ReplaceKnown(a.Clients[i].Secret, "")
 		a.Clients[i].SecretHash = repl.ReplaceKnown(a.Clients[i].SecretHash, "")

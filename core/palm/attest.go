@@ -2,13 +2,17 @@ package palm
 
 import (
 	"crypto"
+	"crypto/ecdh"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -30,16 +34,44 @@ type Attestor struct {
 	Key  crypto.PublicKey
 }
 
+// giveAttestorKey is what to give as an attestor's key.
+const giveAttestorKey = "give the engine's public key as base64 DER SubjectPublicKeyInfo (as `caddy palmgate keygen` prints it) or its PEM"
+
+var errEmptyAttestorKey = errors.New("palm attestor key is empty (a {file.…} placeholder naming a missing or unreadable file, or an unset {env.…}?); " + giveAttestorKey)
+
 // ParseAttestorKey parses a base64 DER SubjectPublicKeyInfo holding an Ed25519 or
-// P-256 public key.
+// P-256 public key, or the PEM "PUBLIC KEY" that holds one (a key file read by a
+// {file.…} placeholder). Its errors say what to give instead: they are what an
+// operator reads when Caddy refuses the config.
 func ParseAttestorKey(b64 string) (crypto.PublicKey, error) {
-	der, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return nil, fmt.Errorf("palm attestor key is not base64: %w", err)
+	in := strings.TrimSpace(b64)
+	if in == "" {
+		return nil, errEmptyAttestorKey
+	}
+	var der []byte
+	if strings.HasPrefix(in, "-----BEGIN ") {
+		block, _ := pem.Decode([]byte(in))
+		switch {
+		case block == nil:
+			return nil, fmt.Errorf("palm attestor key is not valid PEM; %s", giveAttestorKey)
+		case strings.Contains(block.Type, "PRIVATE KEY"):
+			return nil, fmt.Errorf("palm attestor key is a private key (PEM %s): give its public half, never the private key (`openssl pkey -pubout`)", block.Type)
+		case block.Type != "PUBLIC KEY":
+			return nil, fmt.Errorf("palm attestor key is a PEM %s, not a PUBLIC KEY; %s", block.Type, giveAttestorKey)
+		}
+		der = block.Bytes
+	} else {
+		var err error
+		if der, err = base64.StdEncoding.DecodeString(in); err != nil {
+			return nil, fmt.Errorf("palm attestor key is not base64 (%v); %s", err, giveAttestorKey)
+		}
 	}
 	key, err := x509.ParsePKIXPublicKey(der)
 	if err != nil {
-		return nil, fmt.Errorf("palm attestor key is not a DER SubjectPublicKeyInfo: %w", err)
+		if _, perr := x509.ParsePKCS8PrivateKey(der); perr == nil {
+			return nil, errors.New("palm attestor key is a private key (PKCS #8): give its public half, never the private key (`openssl pkey -pubout`)")
+		}
+		return nil, fmt.Errorf("palm attestor key is not a DER SubjectPublicKeyInfo; %s", giveAttestorKey)
 	}
 	if _, err := algorithmFor(key); err != nil {
 		return nil, err
@@ -57,7 +89,20 @@ func algorithmFor(key crypto.PublicKey) (string, error) {
 			return jwt.SigningMethodES256.Alg(), nil
 		}
 	}
-	return "", fmt.Errorf("palm attestor key must be Ed25519 or ECDSA P-256, not %T", key)
+	return "", fmt.Errorf("palm attestor key must be Ed25519 or ECDSA P-256, not %s", keyKind(key))
+}
+
+// keyKind names a public key's type in words (not Go's).
+func keyKind(key crypto.PublicKey) string {
+	switch k := key.(type) {
+	case *rsa.PublicKey:
+		return "an RSA key"
+	case *ecdsa.PublicKey:
+		return "an ECDSA " + k.Curve.Params().Name + " key"
+	case *ecdh.PublicKey:
+		return "an X25519 key"
+	}
+	return "this kind of key"
 }
 
 // Claims are the claims of a palm assertion.

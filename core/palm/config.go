@@ -3,6 +3,7 @@ package palm
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // AttestorConfig is a trusted palm engine as configured: its name (the `iss` of
@@ -24,8 +25,11 @@ func CheckAttestors(list []AttestorConfig, dev bool) error {
 	}
 	seen := map[string]bool{}
 	for _, pa := range list {
-		if pa.Name == "" || pa.PublicKey == "" {
+		if pa.Name == "" {
 			return errors.New("palm_attestor: a name and a public key are required")
+		}
+		if strings.TrimSpace(pa.PublicKey) == "" {
+			return fmt.Errorf("palm_attestor %s: %w", pa.Name, errEmptyAttestorKey)
 		}
 		if seen[pa.Name] || (dev && pa.Name == DevAttestorName) {
 			return fmt.Errorf("palm_attestor %s: name used twice", pa.Name)

@@ -16,7 +16,7 @@ func TestNewServiceChecksAttestors(t *testing.T) {
 		want string
 	}{
 		{"none and no dev", Config{}, "neither dev nor any palm_attestor"},
-		{"no key", Config{AttestorKeys: []AttestorConfig{{Name: "engine"}}}, "a name and a public key"},
+		{"no key", Config{AttestorKeys: []AttestorConfig{{Name: "engine"}}}, "palm_attestor engine: palm attestor key is empty"},
 		{"twice", Config{AttestorKeys: []AttestorConfig{{"engine", "k"}, {"engine", "k"}}}, "name used twice"},
 		{"dev name in dev", Config{Dev: true, AttestorKeys: []AttestorConfig{{DevAttestorName, "k"}}}, "name used twice"},
 		{"bad key", Config{AttestorKeys: []AttestorConfig{{"engine", "not base64!"}}}, "palm_attestor engine"},
