@@ -195,6 +195,9 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, browser Brow
 	if redirectURI == "" {
 		return nil, oauthError(ErrInvalidRequest, "redirect_uri is required")
 	}
+	if len(cl.redirectURIs) == 0 { // a static client that only introspects and revokes
+		return nil, fault.Of(ErrRedirectURINotRegistered, "client %s has no redirect_uri: it may introspect and revoke tokens, not log anyone in (its client block needs a redirect_uri for that)", cl.id)
+	}
 	if !cl.allowsRedirect(redirectURI) {
 		return nil, fault.Of(ErrRedirectURINotRegistered, "redirect_uri is not registered for this client")
 	}

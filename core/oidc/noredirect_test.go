@@ -1,0 +1,41 @@
+package oidc
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/core/palm"
+	"github.com/palmgate/palmgate/internal/keystest"
+	"github.com/palmgate/palmgate/storage/memstore"
+)
+
+// TestAuthorizeClientWithoutRedirectURI: a static client configured without a
+// redirect_uri (a resource server that only introspects and revokes) is
+// refused a login in words that say why and what to add, not "redirect_uri is
+// not registered" as if the request had a typo (fourth review).
+func TestAuthorizeClientWithoutRedirectURI(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	ps, err := palm.NewService(palm.Config{Store: store, Issuer: testIssuer, Dev: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := keys.Open(ctx, store, nil, keys.WithGenerator(keystest.Generator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := NewService(ctx, Config{Store: store, Palm: ps, Keys: ks, Issuer: testIssuer,
+		Clients: []Client{{ID: "reports", Secret: "reports-secret"}}, PairwiseSecret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := params("client_id", "reports")
+	_, err = svc.Authorize(ctx, p, testBrowser)
+	f, ok := fault.As(err)
+	if !ok || f.Code != ErrInvalidRequest || !strings.Contains(f.Message, "client reports has no redirect_uri") {
+		t.Fatalf("Authorize for a client without redirect URIs = %v, want invalid_request saying it has no redirect_uri", err)
+	}
+}
