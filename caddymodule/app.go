@@ -275,19 +275,23 @@ func (App) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults, opens the store and builds the services.
 func (a *App) Provision(ctx caddy.Context) error {
 	a.logger = ctx.Logger()
+	// The process-wide series first, before anything that may refuse the config:
+	// Caddy has already swapped the admin endpoint (and its /metrics) to this
+	// config's registry, and keeps it when the load fails, while the config
+	// before it still serves.
+	if err := registerStoreMetrics(ctx.GetMetricsRegistry()); err != nil {
+		return err
+	}
+	if err := registerMetrics(ctx); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	a.warnSecretsInConfig(a.logger) // before setDefaults replaces the placeholders
 	a.setDefaults()
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	if err := registerStoreMetrics(ctx.GetMetricsRegistry()); err != nil {
-		return err
-	}
 	if err := a.openStore(); err != nil {
 		return err
-	}
-	if err := registerMetrics(ctx); err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
 	}
 	events := newEventSink(a.logger.Named(AuditLoggerName))
 	a.events = events
