@@ -37,6 +37,8 @@ palmgate's command-line tools.
   caddy palmgate scan <scan-url> --key <private key file> --attestor <name> --subject <id> [--deny]
   caddy palmgate keys list|rotate [--alg RS256|ES256|EdDSA] [--json]
   caddy palmgate agent remove <deviceId> [--json]
+  caddy palmgate human end-sessions <humanId> [--revoke-grants] [--json]
+  caddy palmgate human find --client-id <client_id> --sub <sub> [--json]
 `,
 		CobraFunc: func(cmd *cobra.Command) {
 			hash := &cobra.Command{

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/palmgate/palmgate/storage"
 	"github.com/palmgate/palmgate/storage/badgerstore"
+	"github.com/palmgate/palmgate/storage/memstore"
 	"github.com/palmgate/palmgate/storage/pgstore"
 )
 
@@ -85,6 +88,12 @@ type sharedStore struct{ storage.Store }
 
 func (s sharedStore) Destruct() error { return s.Close() }
 
+// validating reports whether this process is `caddy validate`, which provisions
+// the config without running it: Caddy tells its modules nothing of the kind.
+func validating() bool {
+	return len(os.Args) > 1 && os.Args[1] == "validate"
+}
+
 // openStore opens the configured store, or shares the one a previous config
 // generation opened.
 func (a *App) openStore() error {
@@ -119,7 +128,18 @@ func (a *App) openStore() error {
 				Logger: a.logger.Named("badger"), Observer: newStoreObserver("badger", storage.OpView, storage.OpUpdate),
 			})
 			if err != nil {
-				return nil, fmt.Errorf("storage: opening badger at %s: %w", path, err)
+				if errors.Is(err, badgerstore.ErrLocked) && validating() {
+					// `caddy validate` beside the running Caddy, which holds the
+					// directory: check the rest of the config on a throwaway store.
+					a.logger.Info("storage badger: the directory is in use (by the running Caddy?); validating the config without opening it",
+						zap.String("path", path))
+					return memstore.New(), nil
+				}
+				if errors.Is(err, badgerstore.ErrLocked) {
+					return nil, fmt.Errorf("storage badger: %s is in use by another process, most likely another Caddy with this `storage badger`: "+
+						"stop it, or give this one a directory of its own (instances share one store only on `storage postgres`)", path)
+				}
+				return nil, fmt.Errorf("storage badger: %w", err) // err names the directory
 			}
 			return s, nil
 		}

@@ -2,6 +2,7 @@ package caddymodule
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -74,5 +75,27 @@ func TestStorageGroupCommitsOff(t *testing.T) {
 	wg.Wait()
 	if st := s.Stats(); st.Groups != 0 {
 		t.Errorf("Stats = %+v: Updates shared a transaction with group_commits off", st)
+	}
+}
+
+// TestOpenStoreLockedBadger: a Badger directory another process holds (another
+// Caddy on the same `storage badger`) fails the load with the option, the
+// directory once, and what to do (fourth review).
+func TestOpenStoreLockedBadger(t *testing.T) {
+	dir := t.TempDir()
+	held, err := badgerstore.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Close() })
+	a := &App{Storage: &StorageConfig{Backend: "badger", Path: dir}, logger: zap.NewNop()}
+	err = a.openStore()
+	if err == nil {
+		a.Cleanup()
+		t.Fatal("opened a Badger directory another store holds")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "storage badger: ") || strings.Count(msg, dir) != 1 || !strings.Contains(msg, "stop it") || !strings.Contains(msg, "storage postgres") {
+		t.Errorf("error %q, want it to start with the option, name %s once and say to stop the other or use storage postgres", msg, dir)
 	}
 }
