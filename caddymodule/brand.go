@@ -36,6 +36,9 @@ func parseBrand(d *caddyfile.Dispenser) (*brand.Brand, error) {
 		if *target != "" {
 			return nil, d.Errf("brand: %s given twice", option)
 		}
+		if option == "color" && d.CountRemainingArgs() == 0 { // the lexer dropped `#0b5fff` as a comment
+			return nil, d.Errf(`brand: color needs its value quoted, as # starts a comment: color "#0b5fff"`)
+		}
 		if err := singleArg(d, target); err != nil {
 			return nil, err
 		}

@@ -31,6 +31,7 @@ func TestCaddyfileBrand(t *testing.T) {
 		{"name without value", "brand {\n\tname\n}", "name: expected one argument"},
 		{"color with two values", "brand {\n\tcolor \"#fff\" red\n}", "color: expected one argument"},
 		{"empty name", "brand {\n\tname \"\"\n}", "brand: name must not be empty"},
+		{"unquoted colour", "brand {\n\tcolor #0b5fff\n}", `brand: color needs its value quoted, as # starts a comment: color "#0b5fff"`}, // fourth review
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := adapt(t, "{\n\tpalmgate {\n\t\t"+tc.block+"\n\t}\n}\n:8080 {\n\tpalmgate\n}\n")
