@@ -45,8 +45,8 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 	logoutFlags(add)
 	common(&cobra.Command{Use: "list", Short: "Lists the clients", Args: cobra.NoArgs})
 	common(&cobra.Command{Use: "show <client_id>", Short: "Shows a client", Args: cobra.ExactArgs(1)})
-	update := common(&cobra.Command{Use: "update <client_id> [--name <name>] [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg <alg>] [--allowed-origin <origin>...]",
-		Short: "Changes a client's name, redirect URIs (all replaced), sector, post-logout redirect URIs (all replaced; \"\" clears them) or ID token algorithm", Args: cobra.ExactArgs(1)})
+	update := common(&cobra.Command{Use: "update <client_id> [--name <name>] [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg <alg>] [--access-token-audience <aud>] [--allowed-origin <origin>...]",
+		Short: "Changes a client's name, redirect URIs (all replaced), sector, post-logout redirect URIs (all replaced; \"\" clears them), ID token algorithm, access token audience or allowed origins; at least one", Args: cobra.ExactArgs(1)})
 	update.Flags().String("name", "", "New display name")
 	update.Flags().StringArray("redirect-uri", nil, "The new redirect URIs (repeatable; replace all)")
 	update.Flags().String("sector", "", "New pairwise sector")
