@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -88,10 +89,16 @@ type sharedStore struct{ storage.Store }
 
 func (s sharedStore) Destruct() error { return s.Close() }
 
-// validating reports whether this process is `caddy validate`, which provisions
-// the config without running it: Caddy tells its modules nothing of the kind.
+// validating reports whether this process is `caddy validate` (or `caddy adapt
+// --validate`), which provisions the config without running it: Caddy tells its
+// modules nothing of the kind.
 func validating() bool {
-	return len(os.Args) > 1 && os.Args[1] == "validate"
+	if len(os.Args) < 2 {
+		return false
+	}
+	return os.Args[1] == "validate" || (os.Args[1] == "adapt" && slices.ContainsFunc(os.Args[2:], func(a string) bool {
+		return a == "--validate" || a == "--validate=true"
+	}))
 }
 
 // openStore opens the configured store, or shares the one a previous config

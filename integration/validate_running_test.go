@@ -7,7 +7,7 @@ import (
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
-// TestValidateWhileRunning: `caddy validate` of the config a running Caddy
+// TestValidateWhileRunning: `caddy validate` (and `caddy adapt --validate`) of the config a running Caddy
 // serves with `storage badger` passes (the step before `caddy reload`), rather
 // than failing on the directory lock that running Caddy holds; a bad value is
 // still refused by name (fourth review).
@@ -20,6 +20,10 @@ func TestValidateWhileRunning(t *testing.T) {
 	out, err := e.RunCommand(t, "validate", "--config", e.ConfigPath, "--adapter", "caddyfile")
 	if err != nil || !strings.Contains(out, "Valid configuration") {
 		t.Fatalf("caddy validate of the running config: %v\n%s", err, out)
+	}
+	out, err = e.RunCommand(t, "adapt", "--config", e.ConfigPath, "--adapter", "caddyfile", "--validate")
+	if err != nil || strings.Contains(out, "is in use by another process") {
+		t.Fatalf("caddy adapt --validate of the running config: %v\n%s", err, out)
 	}
 	e.Reload(t, "access_token_ttl 2h")
 	if _, err := e.TryReload(t, "access_token_ttl -5m"); err == nil {
