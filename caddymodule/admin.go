@@ -74,9 +74,19 @@ func activeApp() (*App, error) {
 	return app.(*App), nil
 }
 
+// allowOnly refuses a request whose method is not method: 405 naming it in
+// Allow, as RFC 9110 15.5.6 requires.
+func allowOnly(w http.ResponseWriter, r *http.Request, method string) error {
+	if r.Method == method {
+		return nil
+	}
+	w.Header().Set("Allow", method)
+	return adminError(http.StatusMethodNotAllowed, "method %s not allowed; %s", r.Method, method)
+}
+
 func stats(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed", r.Method)}
+	if err := allowOnly(w, r, http.MethodGet); err != nil {
+		return err
 	}
 	app, err := activeApp()
 	if err != nil {

@@ -65,9 +65,8 @@ func deleteTarget(w http.ResponseWriter, r *http.Request, prefix, name string) (
 	if !ok || target == "" {
 		return "", adminError(http.StatusNotFound, "no such route; DELETE %s%s", prefix, name)
 	}
-	if r.Method != http.MethodDelete {
-		w.Header().Set("Allow", http.MethodDelete)
-		return "", adminError(http.StatusMethodNotAllowed, "method %s not allowed; DELETE", r.Method)
+	if err := allowOnly(w, r, http.MethodDelete); err != nil {
+		return "", err
 	}
 	return target, nil
 }

@@ -25,9 +25,8 @@ import (
 
 // adminBackup serves /palmgate/backup.
 func adminBackup(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET", r.Method)
+	if err := allowOnly(w, r, http.MethodGet); err != nil {
+		return err
 	}
 	app, err := activeApp()
 	if err != nil {

@@ -129,6 +129,7 @@ func (a *App) serveAdminClients(w http.ResponseWriter, r *http.Request) error {
 		}
 		return writeAdminJSON(w, http.StatusCreated, clientWithSecret{ci, secret})
 	case id == "":
+		w.Header().Set("Allow", "GET, POST")
 		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET or POST", r.Method)
 	case action == "" && r.Method == http.MethodGet:
 		ci, err := svc.Clients().Get(ctx, id)
@@ -161,6 +162,7 @@ func (a *App) serveAdminClients(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	case action == "":
+		w.Header().Set("Allow", "GET, PATCH, PUT, DELETE")
 		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET, PATCH or DELETE", r.Method)
 	case action == "rotate-secret" && r.Method == http.MethodPost:
 		var b struct {
@@ -185,7 +187,7 @@ func (a *App) serveAdminClients(w http.ResponseWriter, r *http.Request) error {
 		}
 		return writeAdminJSON(w, http.StatusOK, clientWithSecret{ci, secret})
 	case action == "rotate-secret":
-		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; POST", r.Method)
+		return allowOnly(w, r, http.MethodPost)
 	}
 	return adminError(http.StatusNotFound, "no such route")
 }

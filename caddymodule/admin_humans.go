@@ -43,9 +43,8 @@ type foundHuman struct {
 
 // adminHumanBySubject serves GET /palmgate/humans?client_id=…&sub=….
 func adminHumanBySubject(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET", r.Method)
+	if err := allowOnly(w, r, http.MethodGet); err != nil {
+		return err
 	}
 	app, err := activeApp()
 	if err != nil {

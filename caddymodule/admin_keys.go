@@ -54,9 +54,8 @@ func adminTime(t time.Time) string {
 
 // adminKeys serves GET /palmgate/keys.
 func adminKeys(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; GET", r.Method)
+	if err := allowOnly(w, r, http.MethodGet); err != nil {
+		return err
 	}
 	app, err := activeApp()
 	if err != nil {
@@ -89,9 +88,8 @@ func (a *App) keyList() adminKeyList {
 // rotateKeys serves POST /palmgate/keys/rotate: every algorithm, or the one the
 // body names.
 func rotateKeys(w http.ResponseWriter, r *http.Request) error {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		return adminError(http.StatusMethodNotAllowed, "method %s not allowed; POST", r.Method)
+	if err := allowOnly(w, r, http.MethodPost); err != nil {
+		return err
 	}
 	var body struct {
 		Alg string `json:"alg"`

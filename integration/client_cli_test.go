@@ -223,12 +223,17 @@ func TestClientAdminAPIErrors(t *testing.T) {
 		{"relative", "POST", "", map[string]any{"name": "x", "redirect_uris": []string{"/cb"}}, 400, "absolute"},
 		{"bad grace", "POST", "/pg_AAAAAAAAAAAAAAAAAAAAAA/rotate-secret", map[string]any{"grace": "-1s"}, 400, "grace"},
 		{"method", "PUT", "", nil, 405, "not allowed"},
+		{"method on a client", "POST", "/pg_AAAAAAAAAAAAAAAAAAAAAA", nil, 405, "not allowed"},
+		{"method on rotate", "GET", "/pg_AAAAAAAAAAAAAAAAAAAAAA/rotate-secret", nil, 405, "not allowed"},
 		{"no route", "GET", "/pg_AAAAAAAAAAAAAAAAAAAAAA/secrets", nil, 404, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := testserver.Do(t, tc.method, admin+tc.path, tc.body, "Origin", "http://"+e.AdminAddr)
 			if resp.Status != tc.status || !strings.Contains(string(resp.Body), tc.want) {
 				t.Errorf("%s %s: %d %s; want %d with %q", tc.method, tc.path, resp.Status, resp.Body, tc.status, tc.want)
+			}
+			if resp.Status == 405 && resp.Header.Get("Allow") == "" {
+				t.Errorf("%s %s: 405 without Allow (RFC 9110 15.5.6)", tc.method, tc.path)
 			}
 			if resp.Status != 404 || tc.want != "" {
 				if m := resp.Object(t); str(m["error"]) == "" {
