@@ -23,7 +23,9 @@ import (
 //
 // Refused: a scheme a browser runs, loads as content or fetches over the network
 // itself (javascript, data, blob, file, ws ...), a browser's internal pages and
-// extensions, and schemes of other programs than an app's own (mailto, tel ...),
+// extensions, a browser's hand-off schemes that open a web URL in it
+// (x-safari-https, googlechrome, firefox, opera-https, microsoft-edge-https,
+// web+*), and schemes of other programs than an app's own (mailto, tel ...),
 // none of which is a redirect target of an app.
 
 // refusedSchemes are the schemes no redirect URI may use besides http(s).
@@ -43,11 +45,18 @@ var refusedSchemes = map[string]bool{
 	// ms-* one (refusedScheme).
 	"search": true, "search-ms": true, "shell": true, "jnlp": true, "itms-services": true,
 	"microsoft-edge": true, "microsoft-edge-holographic": true,
+	// Browser hand-off schemes: each opens the web URL it carries in a browser
+	// (x-safari-https://evil.example/ is https://evil.example/), so the code
+	// would go to a web site, not to an app; web+* are a web page's own handlers
+	// (registerProtocolHandler).
+	"x-safari-https": true, "x-safari-http": true, "googlechrome": true, "googlechromes": true,
+	"firefox": true, "opera-http": true, "opera-https": true,
+	"microsoft-edge-https": true, "microsoft-edge-http": true,
 }
 
 // refusedScheme reports whether no redirect URI may use scheme (lowercase).
 func refusedScheme(scheme string) bool {
-	return refusedSchemes[scheme] || strings.HasSuffix(scheme, "-extension") || strings.HasPrefix(scheme, "ms-")
+	return refusedSchemes[scheme] || strings.HasSuffix(scheme, "-extension") || strings.HasPrefix(scheme, "ms-") || strings.HasPrefix(scheme, "web+")
 }
 
 // uriScheme returns the scheme of uri (lowercase) and whether it has one that
