@@ -141,10 +141,22 @@ func SetChallenge(h http.Header, realm string, err error) int {
 	default:
 		// RFC 6750 3: error_description keeps to %x20-21 / %x23-5B / %x5D-7E, so
 		// a message that quotes the request cannot end the quoted string.
-		challenge += `, error="` + f.Code + `", error_description="` + oidc.DescriptionChars(f.Message) + `"`
+		challenge += `, error="` + challengeCode(f.Code) + `", error_description="` + oidc.DescriptionChars(f.Message) + `"`
 	}
 	h.Set("WWW-Authenticate", challenge)
 	return Status(f.Class)
+}
+
+// challengeCode is the RFC 6750 3.1 error code of a refusal of code: itself when
+// it is one of the three (invalid_request, invalid_token, insufficient_scope),
+// otherwise invalid_request (the edge's body_too_large: a malformed request, as
+// the token endpoint answers it too).
+func challengeCode(code string) string {
+	switch code {
+	case bearer.CodeInvalidRequest, bearer.CodeInvalidToken, bearer.CodeInsufficientScope:
+		return code
+	}
+	return bearer.CodeInvalidRequest
 }
 
 // writeChallenge answers a refused bearer request (CheckBearer's error): the
@@ -155,6 +167,9 @@ func writeChallenge(w http.ResponseWriter, realm string, err error, logger *zap.
 	body := oauthErrorBody{Error: "server_error", Description: "internal server error"}
 	if f, ok := fault.As(err); ok && f.Class != fault.Internal {
 		body = oauthErrorBody{Error: f.Code, Description: f.Message}
+		if f.Class != fault.Unavailable && f.Class != fault.TooMany {
+			body.Error = challengeCode(f.Code) // the challenge's code (SetChallenge)
+		}
 	}
 	if status >= 500 {
 		logger.Warn("palmgate_bearer: cannot verify tokens", zap.Error(Cause(err)))

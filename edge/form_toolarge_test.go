@@ -40,6 +40,13 @@ func TestFormsTooLarge(t *testing.T) {
 	if w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("userinfo: %d, want 413: %.300s", w.Code, w.Body)
 	}
+	// (fourth review, a later pass) RFC 6750 3.1 has three error codes: a body
+	// too large is invalid_request in the challenge, and in the JSON body as at
+	// the token endpoint (the OAuth dialect has no code of its own for it).
+	if got := w.Header().Get("WWW-Authenticate"); !strings.Contains(got, `error="invalid_request"`) {
+		t.Errorf("userinfo's challenge %q, want error=\"invalid_request\"", got)
+	}
+	wantOAuthError(t, w, http.StatusRequestEntityTooLarge, "invalid_request")
 }
 
 // TestRegisterTooLargeAfterTheObject (fourth review): a registration body over 64
