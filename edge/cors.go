@@ -51,7 +51,8 @@ import (
 //   - A preflight (OPTIONS) answers 204 with Allow-Methods and Allow-Headers
 //     (Authorization, Content-Type, MCP-Protocol-Version), cached for corsMaxAge.
 //   - Error answers (400, 401, 429, 503) carry the same headers as successes: they
-//     are set before the handler runs.
+//     are set before the handler runs; so does the 405 of a method the route does
+//     not serve (otherMethods).
 const corsMaxAge = "600"
 
 // corsAllowedHeaders are the request headers a page may send besides the
@@ -86,7 +87,9 @@ func corsIf(allowed func(*http.Request, string) bool, methods string, h http.Han
 			answerPreflight(w, r, methods)
 			return
 		}
-		h(w, r)
+		if h != nil {
+			h(w, r)
+		}
 	}
 }
 
@@ -102,7 +105,9 @@ func corsAny(methods string, h http.HandlerFunc) http.HandlerFunc {
 			answerPreflight(w, r, methods)
 			return
 		}
-		h(w, r)
+		if h != nil {
+			h(w, r)
+		}
 	}
 }
 
@@ -233,8 +238,15 @@ func corsRoute(methods map[string]http.HandlerFunc, wrap func(string, http.Handl
 		out[m] = wrap(allow, h)
 	}
 	out[http.MethodOptions] = wrap(allow, nil)
+	out[otherMethods] = wrap(allow, nil) // sets the headers only: the mux's 405 (server.go) answers then
 	return out
 }
+
+// otherMethods is the key of a CORS route's handler map whose handler sets the
+// route's CORS headers for a method the route does not serve, before the mux's
+// 405 (fourth review: a page on another origin could not read why it was
+// refused). It is no method: routes registers no pattern for it.
+const otherMethods = ""
 
 // requestClientID is the client id a token, revocation or introspection request
 // names: its Basic user, else its form's client_id.

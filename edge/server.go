@@ -135,12 +135,19 @@ func (s *Server) routes() *http.ServeMux {
 	route := func(path string, methods map[string]http.HandlerFunc) {
 		allowed := make([]string, 0, len(methods))
 		for m, h := range methods {
+			if m == otherMethods {
+				continue
+			}
 			mux.HandleFunc(m+" "+path, h)
 			allowed = append(allowed, m)
 		}
 		sort.Strings(allowed)
 		allow := strings.Join(allowed, ", ")
+		cors := methods[otherMethods] // a CORS route's headers (cors.go), nil elsewhere
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if cors != nil {
+				cors(w, r)
+			}
 			w.Header().Set("Allow", allow)
 			s.writeNoRoute(w, r, fault.New(fault.MethodNotAllowed, codeMethodNotAllowed, "%s is not allowed here; use %s", r.Method, allow))
 		})
