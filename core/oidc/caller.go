@@ -18,6 +18,8 @@ type caller struct {
 	reg    *Clients
 	id     string
 	secret string
+	// method is the client authentication method of the request (credentials).
+	method string
 	// trusted: the code calling ExchangeCode or Refresh authenticated the client
 	// itself (a first party): its secret is not checked, only that it is registered.
 	trusted bool
@@ -37,7 +39,7 @@ func errGrantNotRegistered(grantType string) error {
 // caller returns the caller of a token request presenting id and secret: a static
 // client authenticated now (invalid_client when it fails), or a dynamic one that
 // caller.in authenticates.
-func (r *Clients) caller(ctx context.Context, id, secret string) (*caller, error) {
+func (r *Clients) caller(ctx context.Context, id, secret, method string) (*caller, error) {
 	if id == "" {
 		return nil, oauthError(ErrInvalidClient, "client authentication failed")
 	}
@@ -67,7 +69,7 @@ func (r *Clients) caller(ctx context.Context, id, secret string) (*caller, error
 		r.authenticateStatic("", secret) // the same work as for an unknown client
 		return nil, oauthError(ErrInvalidClient, "client authentication failed")
 	}
-	return &caller{reg: r, id: id, secret: secret}, nil
+	return &caller{reg: r, id: id, secret: secret, method: method}, nil
 }
 
 // trustedCaller is the caller of a client the calling code authenticated itself.
@@ -116,6 +118,11 @@ func (c *caller) in(txn storage.Txn) (*client, error) {
 	if !c.trusted && c.reg.checkSecret(cl, c.secret) == nil {
 		return nil, oauthError(ErrInvalidClient, "client authentication failed")
 	}
+	if !c.trusted {
+		if err := cl.checkAuthMethod(c.method); err != nil {
+			return nil, err
+		}
+	}
 	if c.grantType != "" && !cl.allowsGrant(c.grantType) {
 		return nil, errGrantNotRegistered(c.grantType)
 	}
@@ -131,7 +138,7 @@ func (c *caller) refuse(ctx context.Context, err error) error {
 	if c.static != nil || c.trusted {
 		return err
 	}
-	cl, aerr := c.reg.authenticate(ctx, c.id, c.secret)
+	cl, aerr := c.reg.authenticate(ctx, c.id, c.secret, c.method)
 	if aerr != nil {
 		return aerr
 	}

@@ -93,6 +93,10 @@ type client struct {
 	// grantTypes are the grants the token endpoint serves it: a self-registered
 	// client's registered ones (RFC 7591 2); nil, every grant (GrantTypes).
 	grantTypes []string
+	// authMethod is the token_endpoint_auth_method a self-registered
+	// confidential client registered, the only one it may authenticate with
+	// (RFC 7591 2, as Hydra); "", either (the operator's and the portal's).
+	authMethod string
 }
 
 // Clients is the client registry: the static clients of the config and the
@@ -228,6 +232,15 @@ func (r *Clients) authenticateStatic(id, secret string) *client {
 // endpoint: every grant unless it registered its grant_types (selfreg.go).
 func (cl *client) allowsGrant(g string) bool {
 	return cl.grantTypes == nil || slices.Contains(cl.grantTypes, g)
+}
+
+// checkAuthMethod refuses (invalid_client) an authenticated client that used
+// another client authentication method than the one it registered (authMethod).
+func (cl *client) checkAuthMethod(used string) error {
+	if cl.authMethod == "" || cl.authMethod == used {
+		return nil
+	}
+	return oauthError(ErrInvalidClient, "client authentication failed: the client is registered for token_endpoint_auth_method %s, not %s", cl.authMethod, used)
 }
 
 // withoutRefresh is scopes without offline_access when the client may not use the

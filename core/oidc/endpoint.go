@@ -35,14 +35,14 @@ func (s *Service) AuthenticateRevoker(ctx context.Context, req ClientRequest) (s
 }
 
 func (s *Service) authenticateRequest(ctx context.Context, req ClientRequest, allowPublic bool) (string, error) {
-	id, secret, err := credentials(req)
+	id, secret, method, err := credentials(req)
 	if err != nil {
 		return "", err
 	}
 	if id == "" {
 		return "", oauthError(ErrInvalidClient, "client authentication failed")
 	}
-	cl, err := s.clients.authenticate(ctx, id, secret)
+	cl, err := s.clients.authenticate(ctx, id, secret, method)
 	if err != nil {
 		return "", err
 	}
@@ -56,32 +56,43 @@ func (s *Service) authenticateRequest(ctx context.Context, req ClientRequest, al
 }
 
 // credentials applies the endpoints' parsing rules and returns the client's
-// credentials, unchecked.
-func credentials(req ClientRequest) (id, secret string, err error) {
+// credentials, unchecked, and the client authentication method they came by
+// (client_secret_basic, client_secret_post, or none without a secret).
+func credentials(req ClientRequest) (id, secret, method string, err error) {
 	for name, values := range req.Params {
 		// resource may repeat; the grant handlers refuse more than one with
 		// invalid_target.
 		if len(values) > 1 && name != "resource" {
-			return "", "", oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
+			return "", "", "", oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
 		}
 	}
 	if b := req.Basic; b != nil {
 		if req.Params.Has("client_secret") {
-			return "", "", oauthError(ErrInvalidRequest, "use one client authentication method, not two")
+			return "", "", "", oauthError(ErrInvalidRequest, "use one client authentication method, not two")
 		}
 		var err1, err2 error
 		id, err1 = url.QueryUnescape(b.ID) // RFC 6749 2.3.1
 		secret, err2 = url.QueryUnescape(b.Secret)
 		if err1 != nil || err2 != nil {
-			return "", "", oauthError(ErrInvalidClient, "malformed basic credentials")
+			return "", "", "", oauthError(ErrInvalidClient, "malformed basic credentials")
 		}
 		if formID := req.Params.Get("client_id"); formID != "" && formID != id {
-			return "", "", oauthError(ErrInvalidRequest, "client_id differs from the authenticated client")
+			return "", "", "", oauthError(ErrInvalidRequest, "client_id differs from the authenticated client")
 		}
-		return id, secret, nil
+		return id, secret, authBasic, nil
 	}
-	return req.Params.Get("client_id"), req.Params.Get("client_secret"), nil
+	method = TokenAuthMethodNone
+	if req.Params.Has("client_secret") {
+		method = authPost
+	}
+	return req.Params.Get("client_id"), req.Params.Get("client_secret"), method, nil
 }
+
+// The client authentication methods by a secret (RFC 7591 2).
+const (
+	authBasic = "client_secret_basic"
+	authPost  = "client_secret_post"
+)
 
 // grantHandler serves one grant_type of the token endpoint for the client of the
 // request (caller), which it authenticates with caller.in in the transaction that
@@ -117,11 +128,11 @@ const (
 // caller). Every refusal is a fault with an OAuth code (oauthError); anything else
 // is a server or store failure.
 func (s *Service) Token(ctx context.Context, req ClientRequest) (*TokenResponse, error) {
-	id, secret, err := credentials(req)
+	id, secret, method, err := credentials(req)
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.clients.caller(ctx, id, secret)
+	c, err := s.clients.caller(ctx, id, secret, method)
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,11 @@ type clientRecord struct {
 	// 7591 2); none, every grant (the operator's, the portal's, and clients
 	// self-registered before they were kept).
 	GrantTypes []string `json:"grantTypes,omitempty"`
+	// AuthMethod is a self-registered confidential client's registered
+	// token_endpoint_auth_method (client_secret_basic or client_secret_post),
+	// the only one it may use; "", either (the operator's, the portal's, and
+	// clients self-registered before it was kept).
+	AuthMethod string `json:"authMethod,omitempty"`
 }
 
 // ClientInfo is a client as the admin API and the portal show it (never a secret).
@@ -123,7 +128,8 @@ type ClientInfo struct {
 	// of AccessTokenAudiences).
 	AccessTokenAudience string `json:"access_token_audience"`
 	// TokenEndpointAuthMethod is `none` for a public client (no secret, PKCE
-	// required), `client_secret_basic` otherwise (client_secret_post works too).
+	// required); a self-registered confidential client's registered one, the only
+	// one it may use; `client_secret_basic` otherwise (client_secret_post works too).
 	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method"`
 	// AllowedOrigins are the origins allowed to call its endpoints from a browser
 	// (CORS): the configured ones, and a public client's redirect URIs' origins.
@@ -169,7 +175,7 @@ func (r *clientRecord) info(now time.Time) *ClientInfo {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256),
 		AccessTokenAudience:     orDefault(r.AccessTokenAudience, AudienceBaseURL),
-		TokenEndpointAuthMethod: authMethod(r.Public), AllowedOrigins: orEmpty(r.origins()),
+		TokenEndpointAuthMethod: orDefault(r.AuthMethod, authMethod(r.Public)), AllowedOrigins: orEmpty(r.origins()),
 		SelfRegistered: r.SelfRegistered, ExpiresAt: r.ExpiresAt, GrantTypes: slices.Clone(r.GrantTypes)}
 	for _, s := range r.Secrets {
 		switch {
@@ -227,7 +233,7 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
 		accessTokenAudience: orDefault(rec.AccessTokenAudience, AudienceBaseURL),
 		public:              rec.Public, origins: rec.origins(),
-		grantTypes: rec.GrantTypes, anonymous: rec.SelfRegistered,
+		grantTypes: rec.GrantTypes, anonymous: rec.SelfRegistered, authMethod: rec.AuthMethod,
 	}
 }
 
@@ -263,7 +269,7 @@ func writeClient(txn storage.Txn, rec *clientRecord, ttl time.Duration) error {
 // authenticate returns the client when id and secret match: a static client, then
 // a dynamic one (every live secret, in constant time for each), read from the store
 // now; nil when they do not match.
-func (r *Clients) authenticate(ctx context.Context, id, secret string) (*client, error) {
+func (r *Clients) authenticate(ctx context.Context, id, secret, method string) (*client, error) {
 	if r.get(id) != nil {
 		return r.authenticateStatic(id, secret), nil
 	}
@@ -272,7 +278,13 @@ func (r *Clients) authenticate(ctx context.Context, id, secret string) (*client,
 		r.authenticateStatic("", secret) // the same work for an unknown client
 		return nil, err
 	}
-	return r.checkSecret(cl, secret), nil
+	if cl = r.checkSecret(cl, secret); cl == nil {
+		return nil, nil
+	}
+	if err := cl.checkAuthMethod(method); err != nil {
+		return nil, err
+	}
+	return cl, nil
 }
 
 // checkSecret returns the dynamic client cl when secret is one of its live ones.

@@ -309,7 +309,7 @@ func TestRedeemFirstParty(t *testing.T) {
 func TestStillRegistered(t *testing.T) {
 	h := newHarness(t)
 	ci, secret := h.createClient(t, "", appRedirect)
-	presented, err := h.svc.clients.caller(context.Background(), ci.ID, secret)
+	presented, err := h.svc.clients.caller(context.Background(), ci.ID, secret, authPost)
 	if err != nil {
 		t.Fatal(err)
 	}

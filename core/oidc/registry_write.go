@@ -68,6 +68,7 @@ func (r *Clients) create(ctx context.Context, spec ClientSpec, sr *selfReg) (*Cl
 	var ttl time.Duration
 	if sr != nil {
 		rec.SelfRegistered, rec.Network, rec.ExpiresAt, rec.GrantTypes = true, sr.network, sr.expiresAt, sr.grantTypes
+		rec.AuthMethod = sr.authMethod
 		ttl = r.recordTTL(rec.ExpiresAt)
 	}
 	err = r.store.Update(ctx, func(txn storage.Txn) error {

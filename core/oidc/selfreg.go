@@ -183,6 +183,9 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 		network = palm.Network(address)
 	}
 	sr := &selfReg{network: network, expiresAt: now.Add(r.unused()), grantTypes: slices.Compact(slices.Sorted(slices.Values(grants)))}
+	if method != TokenAuthMethodNone {
+		sr.authMethod = method
+	}
 	info, secret, err := r.create(ctx, spec, sr)
 	if err != nil {
 		return nil, err
@@ -219,6 +222,10 @@ type selfReg struct {
 	// endpoint serves it (RFC 7591 2, as Hydra): without refresh_token it gets no
 	// refresh token.
 	grantTypes []string
+	// authMethod is a confidential client's registered
+	// token_endpoint_auth_method, the only one it may use (RFC 7591 2, as
+	// Hydra); "" for a public one (none: it has no secret to send).
+	authMethod string
 }
 
 // selfRegMarkKey is read and written by every registration, so that concurrent

@@ -111,8 +111,14 @@ func TestRegisterConfidential(t *testing.T) {
 			t.Fatal("a confidential client without its secret got tokens")
 		}
 		l = h.login(t, regParams(out.ClientID, regLoopback), "alice")
-		if _, err := h.token("grant_type", "authorization_code", "client_id", out.ClientID, "client_secret", out.ClientSecret,
-			"code", l.code, "redirect_uri", regLoopback, "code_verifier", spaVerifier); err != nil {
+		form := url.Values{"grant_type": {"authorization_code"}, "code": {l.code}, "redirect_uri": {regLoopback}, "code_verifier": {spaVerifier}}
+		creq := ClientRequest{Params: form, Basic: &BasicCredentials{ID: out.ClientID, Secret: url.QueryEscape(out.ClientSecret)}}
+		if want == "client_secret_post" { // the registered method only (TestRegisteredAuthMethodEnforced)
+			form.Set("client_id", out.ClientID)
+			form.Set("client_secret", out.ClientSecret)
+			creq.Basic = nil
+		}
+		if _, err := h.svc.Token(context.Background(), creq); err != nil {
 			t.Fatalf("code exchange with the registered secret: %v", err)
 		}
 	}
