@@ -246,9 +246,13 @@ func (cl *client) checkAuthMethod(used string) error {
 // withoutRefresh is scopes without offline_access when the client may not use the
 // refresh_token grant: it gets no refresh token, so it is not granted one (as OIDC
 // Core 11 ignores offline_access where no code is returned). A request of
-// offline_access alone keeps it, and is then refused as any scope would be.
+// offline_access alone (with a resource: without one, openid is required) is then
+// granted no scope, as one of the resource alone is: the token answers scope ""
+// (RFC 6749 3.3: a scope other than the one asked is told, not refused), so an
+// MCP client still gets its access token for the resource. It kept
+// offline_access before, answered without a refresh token (fourth review).
 func (cl *client) withoutRefresh(scopes []string) []string {
-	if cl.allowsGrant(grantRefreshToken) || !slices.Contains(scopes, ScopeOfflineAccess) || len(scopes) == 1 {
+	if cl.allowsGrant(grantRefreshToken) || !slices.Contains(scopes, ScopeOfflineAccess) {
 		return scopes
 	}
 	return slices.DeleteFunc(slices.Clone(scopes), func(sc string) bool { return sc == ScopeOfflineAccess })
