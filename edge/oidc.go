@@ -165,7 +165,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		s.answerClient(w, r, step.Redirect)
 	default:
 		s.renderChallengePage(w, r, c, challengePageData{
-			Title: "Sign in with your palm", Lines: append(loginLines(s.oidc.ClientName(st.Request), st.Request.Resource, c.Request.ClientNotice), actorLines(st.Request.RequestedActor, s.oidc.ActorGrantEnd(st.Request))...),
+			Title: "Sign in with your palm", Lines: append(loginLines(s.oidc.ClientName(st.Request), st.Request.Resource, c.Request.ClientNotice, st.Request.RedirectURI), actorLines(st.Request.RequestedActor, s.oidc.ActorGrantEnd(st.Request))...),
 			Scopes: oidc.DescribeScopeList(st.Request.Scopes),
 			Cancel: &pageForm{Action: "/oauth2/verify/cancel", Label: "Cancel and go back to the application", Fields: []formPostField{
 				{"auth_request_id", st.Request.ID}, {"csrf_token", oidc.CancelToken(binding, st.Request.ID)},
@@ -178,10 +178,11 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // loginLines names the application that asks (the scopes follow as a list), the
-// resource it asks to reach as the person, and whether a developer rather than the
+// resource it asks to reach as the person, whether a developer rather than the
 // operator registered it (notice: the words that say so, which name the host of a
-// client ID metadata document).
-func loginLines(clientName, resource, notice string) []template.HTML {
+// client ID metadata document), and the app the answer goes to when redirectURI
+// is a private-use scheme's (appDestination).
+func loginLines(clientName, resource, notice, redirectURI string) []template.HTML {
 	lines := []template.HTML{
 		template.HTML("<b>" + template.HTMLEscapeString(clientName) + "</b> asks you to sign in with your palm. It receives:"),
 	}
@@ -194,7 +195,22 @@ func loginLines(clientName, resource, notice string) []template.HTML {
 	if resource != "" {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(oidc.DescribeResource(resource))))
 	}
-	return lines
+	return prependAppDestination(lines, redirectURI)
+}
+
+// prependAppDestination puts before a login or consent page's lines (which end
+// with the scopes the application receives), for a redirect URI of a private-use
+// scheme, the app the answer goes to, by its scheme and authority
+// (oidc.RedirectDestination): any app may claim a scheme (RFC 8252 8.6), so the
+// person is shown which one will receive the code and may notice an impostor
+// (fourth review). Nothing for a web redirect URI.
+func prependAppDestination(lines []template.HTML, redirectURI string) []template.HTML {
+	if !oidc.PrivateUseRedirect(redirectURI) {
+		return lines
+	}
+	dest := boundRunes(oidc.RedirectDestination(redirectURI), 100)
+	return append([]template.HTML{template.HTML(`This sign-in is for the app that opens <b id="app-destination">` +
+		template.HTMLEscapeString(dest) + `</b>: go on only if that is the app you are using.`)}, lines...)
 }
 
 // handleToken is the token endpoint: oidc.Service.Token owns its rules; the edge

@@ -93,6 +93,7 @@ func (s *Server) handleConsentPage(w http.ResponseWriter, r *http.Request) {
 	if st.Request.Resource != "" {
 		lines = append(lines, template.HTML(template.HTMLEscapeString(oidc.DescribeResource(st.Request.Resource))))
 	}
+	lines = prependAppDestination(lines, st.Request.RedirectURI)
 	s.renderConsentPage(w, r, http.StatusOK, consentPageData{Title: "Allow access?", Lines: lines, Scopes: oidc.DescribeScopeList(st.Request.Scopes), Open: true,
 		AuthRequestID: st.Request.ID, Token: st.Token, ToClient: true, EachTime: oidc.PrivateUseRedirect(st.Request.RedirectURI)})
 }
