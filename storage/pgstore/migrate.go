@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
@@ -45,6 +47,11 @@ const (
 	slowStepTimeout = `'5min'`
 	slowStepBound   = 5 * time.Minute
 )
+
+// migrationWait is the longest an Open waits for another instance's migration
+// (the lock on palmgate_schema's row), beyond twice its client timeout: as long as
+// that instance's slow step may run.
+const migrationWait = slowStepBound
 
 // ErrSchemaTooNew is returned (wrapped) by Open when the database's schema was
 // written by a newer palmgate than this one.
@@ -91,8 +98,8 @@ func (s *Store) migrateOnce(caller context.Context) error {
 	fail := func(what string, err error) error {
 		return fmt.Errorf("pgstore: migrating the schema on %s: %s: %w", s.host, what, s.classify(caller, err))
 	}
-	// Waiting for another instance's migration is bounded by statement_timeout on
-	// the server; this bounds the whole on the client, should the server go silent.
+	// This bounds the statements other than the wait for another instance's
+	// migration (lockSchema) on the client, should the server go silent.
 	ctx, cancel := context.WithTimeout(caller, 2*s.clientTimeout)
 	defer cancel()
 	if _, err := s.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS palmgate_schema (id INT PRIMARY KEY, version INT NOT NULL)`); err != nil {
@@ -101,15 +108,14 @@ func (s *Store) migrateOnce(caller context.Context) error {
 	if _, err := s.pool.Exec(ctx, `INSERT INTO palmgate_schema (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`); err != nil {
 		return fail("initialising palmgate_schema", err)
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, version, err := s.lockSchema(caller, ctx)
 	if err != nil {
-		return fail("begin", err)
-	}
-	defer tx.Rollback(context.Background())
-	var version int
-	if err := tx.QueryRow(ctx, `SELECT version FROM palmgate_schema WHERE id = 1 FOR UPDATE`).Scan(&version); err != nil {
 		return fail("locking palmgate_schema", err)
 	}
+	defer tx.Rollback(context.Background())
+	// The wait for the lock may have outlasted ctx.
+	ctx, cancel = context.WithTimeout(caller, 2*s.clientTimeout)
+	defer cancel()
 	latest := len(migrations)
 	if version > latest {
 		return fmt.Errorf("%w: %s is at schema version %d, this binary knows versions up to %d; run a palmgate at least as new as the one that upgraded it",
@@ -135,4 +141,53 @@ func (s *Store) migrateOnce(caller context.Context) error {
 	s.log.Info("pgstore: migrated the schema", zap.String("database", s.host),
 		zap.Int("from_version", version), zap.Int("to_version", latest))
 	return nil
+}
+
+// lockSchema begins the migration's transaction and locks palmgate_schema's row,
+// returning the version it holds. When another instance holds the lock (it is
+// migrating, perhaps rebuilding an index for minutes), it says so in the log and
+// waits for that instance's commit, up to migrationWait plus twice clientTimeout,
+// however short statement_timeout or the DSN's lock_timeout are; the version it
+// then reads is the one that instance wrote, so no step runs twice. ctx bounds the
+// other round trips.
+func (s *Store) lockSchema(caller, ctx context.Context) (pgx.Tx, int, error) {
+	const lock = `SELECT version FROM palmgate_schema WHERE id = 1 FOR UPDATE`
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	var version int
+	err = tx.QueryRow(ctx, lock+` NOWAIT`).Scan(&version)
+	if err == nil {
+		return tx, version, nil
+	}
+	tx.Rollback(context.Background())
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
+		return nil, 0, err
+	}
+	wait := migrationWait + 2*s.clientTimeout
+	s.log.Info("pgstore: waiting for another instance's schema migration (the row lock on palmgate_schema) before starting",
+		zap.String("database", s.host), zap.Duration("up_to", wait))
+	wctx, cancel := context.WithTimeout(caller, wait+s.clientTimeout)
+	defer cancel()
+	if tx, err = s.pool.Begin(ctx); err != nil {
+		return nil, 0, err
+	}
+	ms := strconv.FormatInt(wait.Milliseconds(), 10)
+	if _, err = tx.Exec(ctx, `SET LOCAL statement_timeout = `+ms+`; SET LOCAL lock_timeout = 0`); err == nil {
+		err = tx.QueryRow(wctx, lock).Scan(&version)
+	}
+	if err == nil {
+		// Back to the store's own timeouts for the steps (RESET: the connection's).
+		_, err = tx.Exec(ctx, `RESET statement_timeout; RESET lock_timeout`)
+	}
+	if err != nil {
+		tx.Rollback(context.Background())
+		if errors.As(err, &pgErr) && (pgErr.Code == "57014" || pgErr.Code == "55P03") {
+			err = fmt.Errorf("another instance's schema migration held palmgate_schema longer than %v: %w", wait, err)
+		}
+		return nil, 0, err
+	}
+	return tx, version, nil
 }

@@ -1,11 +1,17 @@
 package pgstore
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/palmgate/palmgate/internal/pgtest"
 )
@@ -70,5 +76,85 @@ func TestSchemaTooNew(t *testing.T) {
 	}
 	if msg := err.Error(); !strings.Contains(msg, "999") || !strings.Contains(msg, strconv.Itoa(len(migrations))) {
 		t.Errorf("Open = %q, want both versions (999 and %d) named", msg, len(migrations))
+	}
+}
+
+// TestOpenWaitsForRunningMigration holds the schema lock from a test connection, as
+// an instance migrating a large table does (step 4 rebuilds an index for minutes),
+// and starts a store with a statement timeout far shorter than that wait: the Open
+// says in the log that it waits, and on what, then opens once the migration commits,
+// applying no step a second time.
+func TestOpenWaitsForRunningMigration(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	openT(t, config(t, dsn)).Close()
+	conn := sqlConn(t, dsn)
+	ctx := t.Context()
+	// The other instance's migration: from the previous version, under the row lock.
+	if _, err := conn.Exec(ctx, "UPDATE palmgate_schema SET version = $1", len(migrations)-1); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT version FROM palmgate_schema WHERE id = 1 FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+
+	waiting := make(chan string, 1)
+	core, logs := observer.New(zap.InfoLevel)
+	log := zap.New(core, zap.Hooks(func(e zapcore.Entry) error {
+		if strings.Contains(e.Message, "waiting") {
+			select {
+			case waiting <- e.Message:
+			default:
+			}
+		}
+		return nil
+	}))
+	cfg := config(t, dsn)
+	cfg.Logger = log
+	cfg.StatementTimeout = 50 * time.Millisecond
+	type result struct {
+		s   *Store
+		err error
+	}
+	opened := make(chan result, 1)
+	go func() {
+		s, err := Open(context.Background(), cfg)
+		opened <- result{s, err}
+	}()
+	select {
+	case r := <-opened:
+		if r.s != nil {
+			r.s.Close()
+		}
+		t.Fatalf("Open returned while another instance held the schema lock, without waiting for it: %v", r.err)
+	case msg := <-waiting:
+		if !strings.Contains(msg, "palmgate_schema") {
+			t.Errorf("waiting log line %q does not name what it waits on (palmgate_schema)", msg)
+		}
+	}
+	// The other instance finishes its migration.
+	if _, err := tx.Exec(ctx, migrations[len(migrations)-1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "UPDATE palmgate_schema SET version = $1", len(migrations)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-opened
+	if r.err != nil {
+		t.Fatalf("Open after the other instance's migration committed: %v", r.err)
+	}
+	closeT(t, r.s)
+	if r.s.migrated != 0 {
+		t.Errorf("Open applied %d schema steps the other instance had applied", r.s.migrated)
+	}
+	if n := logs.FilterMessageSnippet("migrated the schema").Len(); n != 0 {
+		t.Errorf("Open logged that it migrated the schema %d times", n)
 	}
 }
