@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -86,6 +87,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if target, ok := durations[option]; ok {
 			if err := parseDuration(d, target); err != nil {
 				return err
+			}
+			// In JSON an absent (zero) TTL means the default; written out in the
+			// Caddyfile, 0 would silently mean the same.
+			if *target < caddy.Duration(time.Second) {
+				return d.Errf("%s: must be at least 1s, got %s", option, time.Duration(*target))
 			}
 			continue
 		}
@@ -220,9 +226,15 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 			if err := parseDuration(d, &sc.StatementTimeout); err != nil {
 				return nil, err
 			}
+			if sc.StatementTimeout <= 0 { // 0 would silently mean the default
+				return nil, d.Errf("statement_timeout: must be more than 0, got %s", time.Duration(sc.StatementTimeout))
+			}
 		case "connect_timeout":
 			if err := parseDuration(d, &sc.ConnectTimeout); err != nil {
 				return nil, err
+			}
+			if sc.ConnectTimeout <= 0 { // 0 would silently mean the default
+				return nil, d.Errf("connect_timeout: must be more than 0, got %s", time.Duration(sc.ConnectTimeout))
 			}
 		case "group_commits":
 			var arg string

@@ -96,6 +96,11 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 	}{
 		{"bad duration", "registration_session_ttl banana", "registration_session_ttl"},
 		{"duration without value", "auth_code_ttl", "auth_code_ttl"},
+		{"ttl zero", "access_token_ttl 0s", "access_token_ttl: must be at least 1s, got 0s"},
+		{"ttl zero without unit", "refresh_token_ttl 0", "refresh_token_ttl: must be at least 1s, got 0s"},
+		{"challenge_max_age zero", "challenge_max_age 0s", "challenge_max_age: must be at least 1s"},
+		{"storage postgres statement_timeout zero", "storage postgres postgres://db/p {\n\tstatement_timeout 0s\n}", "statement_timeout: must be more than 0"},
+		{"storage postgres connect_timeout zero", "storage postgres postgres://db/p {\n\tconnect_timeout 0s\n}", "connect_timeout: must be more than 0"},
 		{"storage backend", "storage redis /x", "storage"},
 		{"storage postgres without dsn", "storage postgres", "storage"},
 		{"storage postgres unknown option", "storage postgres postgres://db/p {\n\tpool_size 4\n}", "pool_size"},
