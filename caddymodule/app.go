@@ -286,7 +286,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	a.warnSecretsInConfig(a.logger) // before setDefaults replaces the placeholders
-	a.warnIssuerSlash(a.logger)
 	a.setDefaults()
 	if err := a.Validate(); err != nil {
 		return err
@@ -362,15 +361,6 @@ func (a *App) Provision(ctx caddy.Context) error {
 		a.logger.Warn("palmgate dev mode: palm scans can be simulated; never use it in production")
 	}
 	return nil
-}
-
-// warnIssuerSlash says that an issuer written with a trailing slash is served
-// without it (setDefaults): relying parties compare iss exactly.
-func (a *App) warnIssuerSlash(log *zap.Logger) {
-	if iss := strings.TrimSuffix(a.Issuer, "/"); iss != a.Issuer {
-		log.Warn("palmgate issuer: trailing slash removed; the iss that relying parties see and must be configured with is the URL without it",
-			zap.String("configured", a.Issuer), zap.String("iss", iss))
-	}
 }
 
 func (a *App) setDefaults() {
