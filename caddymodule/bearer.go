@@ -1,6 +1,7 @@
 package caddymodule
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -168,12 +169,20 @@ func (b *Bearer) Provision(ctx caddy.Context) error {
 	}
 	remote := bearer.NewRemoteKeys(b.Issuer, &http.Client{Timeout: time.Duration(b.Timeout)}, time.Duration(b.RefetchInterval), nil)
 	b.verifier = bearer.NewVerifier(bearer.Config{Issuer: b.Issuer, Algorithm: keys.ES256, Keys: remote, CacheSize: b.CacheSize, Leeway: leeway})
-	go func() {
-		if err := remote.Prefetch(ctx); err != nil {
-			b.logger.Warn("palmgate_bearer: issuer keys not loaded yet; retrying on demand", zap.String("issuer", b.Issuer), zap.Error(err))
-		}
-	}()
+	go b.prefetch(ctx, remote)
 	return nil
+}
+
+// prefetch loads the remote issuer's keys, and says so when it cannot reach it. A
+// config discarded meanwhile (caddy validate, a failed reload) cancels ctx: that
+// prefetch reports nothing, since nothing will serve with it.
+func (b *Bearer) prefetch(ctx context.Context, remote *bearer.RemoteKeys) {
+	err := remote.Prefetch(ctx)
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	b.logger.Warn("palmgate_bearer: issuer not reached, its keys are not loaded; requests bearing its tokens are answered 503 until it is (tried again on demand)",
+		zap.String("issuer", b.Issuer), zap.Error(err))
 }
 
 func validateRemoteIssuer(issuer string) error {
