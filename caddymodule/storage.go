@@ -37,7 +37,7 @@ type StorageConfig struct {
 	StatementTimeout caddy.Duration `json:"statement_timeout,omitempty"`
 	// ConnectTimeout bounds making a connection, the one at start included: an
 	// unreachable database fails the config load after it rather than hanging.
-	// Default: 5s.
+	// Default: the DSN's connect_timeout, or 5s when it has none.
 	ConnectTimeout caddy.Duration `json:"connect_timeout,omitempty"`
 	// DisableGroupCommits runs every PostgreSQL transaction on its own: under
 	// load, concurrent requests of one instance no longer share a transaction

@@ -325,3 +325,43 @@ func (f *freezer) close() {
 		c.Close()
 	}
 }
+
+// TestOpenConnectTimeoutOfDSN: a DSN's own connect_timeout bounds Open when
+// Config.ConnectTimeout is unset, and the error names the timeout in force and
+// where it came from; ConnectTimeout, when set, wins and is named.
+func TestOpenConnectTimeoutOfDSN(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	dsn := fmt.Sprintf("postgres://palmgate@127.0.0.1:%d/palmgate?sslmode=disable&connect_timeout=1", silent.Addr().(*net.TCPAddr).Port)
+	for _, c := range []struct {
+		name    string
+		timeout time.Duration
+		want    string
+	}{
+		{"from the DSN", 0, "connect timeout 1s, the DSN's connect_timeout"},
+		{"configured", 500 * time.Millisecond, "connect timeout 500ms)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := Open(t.Context(), Config{DSN: dsn, ConnectTimeout: c.timeout})
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Open = %q, want it to name %q", err, c.want)
+			}
+		})
+	}
+}

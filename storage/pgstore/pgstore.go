@@ -125,7 +125,7 @@ type Config struct {
 	// means DefaultStatementTimeout.
 	StatementTimeout time.Duration
 	// ConnectTimeout bounds establishing one connection, Open included. Zero means
-	// DefaultConnectTimeout.
+	// the DSN's connect_timeout, or DefaultConnectTimeout when it has none.
 	ConnectTimeout time.Duration
 	// SweepInterval is how often expired records are deleted. Zero means
 	// DefaultSweepInterval; a negative value disables sweeping (another instance
@@ -244,7 +244,7 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 		sweepHook:   sweepHook,
 		// Long enough for a connection to be made and a statement to run into
 		// the server's statement_timeout, which normally ends it first.
-		clientTimeout: orDefault(cfg.ConnectTimeout, DefaultConnectTimeout) +
+		clientTimeout: cc.ConnectTimeout +
 			orDefault(cfg.StatementTimeout, DefaultStatementTimeout) + time.Second,
 		stopSweep: make(chan struct{}),
 		sweepDone: make(chan struct{}),
@@ -254,14 +254,18 @@ func open(ctx context.Context, cfg Config, sweepHook func(deleted int64)) (*Stor
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: opening %s: %w", s.host, err)
 	}
-	connectTimeout := orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
+	connectTimeout := cc.ConnectTimeout
 	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	err = s.pool.Ping(pingCtx)
 	cancel()
 	if err != nil {
 		s.pool.Close()
-		return nil, fmt.Errorf("pgstore: connecting to PostgreSQL at %s (connect timeout %v): %w",
-			s.host, connectTimeout, s.classify(ctx, err))
+		source := ""
+		if cfg.ConnectTimeout == 0 && connectTimeout != DefaultConnectTimeout {
+			source = ", the DSN's connect_timeout"
+		}
+		return nil, fmt.Errorf("pgstore: connecting to PostgreSQL at %s (connect timeout %v%s): %w",
+			s.host, connectTimeout, source, s.classify(ctx, err))
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.pool.Close()
@@ -300,7 +304,10 @@ func poolConfig(cfg Config) (*pgxpool.Config, error) {
 	if pcfg.MinConns > pcfg.MaxConns {
 		pcfg.MinConns = pcfg.MaxConns
 	}
-	pcfg.ConnConfig.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
+	// The DSN's own connect_timeout when ConnectTimeout is unset (see connectTimeout).
+	if cfg.ConnectTimeout > 0 || pcfg.ConnConfig.ConnectTimeout <= 0 {
+		pcfg.ConnConfig.ConnectTimeout = orDefault(cfg.ConnectTimeout, DefaultConnectTimeout)
+	}
 	rp := pcfg.ConnConfig.RuntimeParams
 	// In whole milliseconds, rounded up: 0 would mean no timeout at all.
 	ms := (orDefault(cfg.StatementTimeout, DefaultStatementTimeout) + time.Millisecond - 1).Milliseconds()
