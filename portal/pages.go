@@ -80,7 +80,19 @@ func (p *Portal) fail(w http.ResponseWriter, r *http.Request, status int, msg st
 		failJSON(w, status, msg)
 		return
 	}
-	p.render(w, r, status, &pageData{Title: http.StatusText(status), Session: checkedSession(r), Error: msg})
+	p.render(w, r, status, &pageData{Title: statusText(status), Session: checkedSession(r), Error: msg})
+}
+
+// statusText is status's reason phrase as RFC 9110 names it: Go's http.StatusText
+// keeps RFC 2616's for 413 and 422.
+func statusText(status int) string {
+	switch status {
+	case http.StatusRequestEntityTooLarge:
+		return "Content Too Large"
+	case http.StatusUnprocessableEntity:
+		return "Unprocessable Content"
+	}
+	return http.StatusText(status)
 }
 
 func (p *Portal) showApp(w http.ResponseWriter, r *http.Request, s *session, ci *oidc.ClientInfo, secret, msg string) {

@@ -22,6 +22,10 @@ func TestFormTooLarge(t *testing.T) {
 		!strings.Contains(r.Body.String(), "64 KiB") {
 		t.Errorf("a form over 64 KiB from a browser: %d %q, want 413 with the page naming the bound:\n%s", r.Code, r.Header().Get("Content-Type"), r.Body)
 	}
+	// Its title is RFC 9110's reason phrase, not RFC 2616's "Request Entity Too Large".
+	if body := r.Body.String(); !strings.Contains(body, "<title>Content Too Large") || strings.Contains(body, "Entity") {
+		t.Errorf("the 413 page's title is not RFC 9110's \"Content Too Large\":\n%.400s", body)
+	}
 
 	req := httptest.NewRequest("POST", "/portal/apps", strings.NewReader(big.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
