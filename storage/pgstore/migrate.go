@@ -105,8 +105,18 @@ func (s *Store) migrateOnce(caller context.Context) error {
 	if _, err := s.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS palmgate_schema (id INT PRIMARY KEY, version INT NOT NULL)`); err != nil {
 		return fail("creating palmgate_schema", err)
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO palmgate_schema (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`); err != nil {
-		return fail("initialising palmgate_schema", err)
+	// A plain read never waits for a migrating instance, where the INSERT below
+	// would (on the row it updates) under statement_timeout.
+	var committed int
+	switch err := s.pool.QueryRow(ctx, `SELECT version FROM palmgate_schema WHERE id = 1`).Scan(&committed); {
+	case errors.Is(err, pgx.ErrNoRows):
+		if _, err := s.pool.Exec(ctx, `INSERT INTO palmgate_schema (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`); err != nil {
+			return fail("initialising palmgate_schema", err)
+		}
+	case err != nil:
+		return fail("reading palmgate_schema", err)
+	case committed == len(migrations):
+		return nil // up to date: nothing to lock
 	}
 	tx, version, err := s.lockSchema(caller, ctx)
 	if err != nil {

@@ -83,8 +83,18 @@ func TestSchemaTooNew(t *testing.T) {
 // an instance migrating a large table does (step 4 rebuilds an index for minutes),
 // and starts a store with a statement timeout far shorter than that wait: the Open
 // says in the log that it waits, and on what, then opens once the migration commits,
-// applying no step a second time.
+// applying no step a second time. It does so whether the other instance is still
+// running its steps or already recording the new version (its row then updated, not
+// only locked).
 func TestOpenWaitsForRunningMigration(t *testing.T) {
+	for _, recording := range []bool{false, true} {
+		t.Run(map[bool]string{false: "running steps", true: "recording the version"}[recording], func(t *testing.T) {
+			testOpenWaitsForMigration(t, recording)
+		})
+	}
+}
+
+func testOpenWaitsForMigration(t *testing.T, recording bool) {
 	dsn := pgtest.DSN(t)
 	openT(t, config(t, dsn)).Close()
 	conn := sqlConn(t, dsn)
@@ -100,6 +110,17 @@ func TestOpenWaitsForRunningMigration(t *testing.T) {
 	defer tx.Rollback(context.Background())
 	if _, err := tx.Exec(ctx, "SELECT version FROM palmgate_schema WHERE id = 1 FOR UPDATE"); err != nil {
 		t.Fatal(err)
+	}
+	finish := func() {
+		if _, err := tx.Exec(ctx, migrations[len(migrations)-1]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "UPDATE palmgate_schema SET version = $1", len(migrations)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if recording {
+		finish()
 	}
 
 	waiting := make(chan string, 1)
@@ -137,11 +158,8 @@ func TestOpenWaitsForRunningMigration(t *testing.T) {
 		}
 	}
 	// The other instance finishes its migration.
-	if _, err := tx.Exec(ctx, migrations[len(migrations)-1]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "UPDATE palmgate_schema SET version = $1", len(migrations)); err != nil {
-		t.Fatal(err)
+	if !recording {
+		finish()
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
