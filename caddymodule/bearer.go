@@ -309,11 +309,11 @@ func (b *Bearer) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("palmgate_bearer realm: must not contain quotes or backslashes")
 			}
 		case "refetch_interval":
-			if err := parseDuration(d, &b.RefetchInterval); err != nil {
+			if err := parsePositiveDuration(d, &b.RefetchInterval); err != nil {
 				return err
 			}
 		case "timeout":
-			if err := parseDuration(d, &b.Timeout); err != nil {
+			if err := parsePositiveDuration(d, &b.Timeout); err != nil {
 				return err
 			}
 		case "leeway":

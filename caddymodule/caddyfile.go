@@ -223,18 +223,12 @@ func parseStorage(d *caddyfile.Dispenser) (*StorageConfig, error) {
 			}
 			sc.MaxConns = n
 		case "statement_timeout":
-			if err := parseDuration(d, &sc.StatementTimeout); err != nil {
+			if err := parsePositiveDuration(d, &sc.StatementTimeout); err != nil {
 				return nil, err
-			}
-			if sc.StatementTimeout <= 0 { // 0 would silently mean the default
-				return nil, d.Errf("statement_timeout: must be more than 0, got %s", time.Duration(sc.StatementTimeout))
 			}
 		case "connect_timeout":
-			if err := parseDuration(d, &sc.ConnectTimeout); err != nil {
+			if err := parsePositiveDuration(d, &sc.ConnectTimeout); err != nil {
 				return nil, err
-			}
-			if sc.ConnectTimeout <= 0 { // 0 would silently mean the default
-				return nil, d.Errf("connect_timeout: must be more than 0, got %s", time.Duration(sc.ConnectTimeout))
 			}
 		case "group_commits":
 			var arg string
@@ -319,6 +313,20 @@ func parseDuration(d *caddyfile.Dispenser, target *caddy.Duration) error {
 		return d.Errf("%s: %q is not a duration: %v", option, s, err)
 	}
 	*target = caddy.Duration(dur)
+	return nil
+}
+
+// parsePositiveDuration is parseDuration for an option whose zero (in JSON, its
+// absence) means its default: written out as 0 in the Caddyfile, it is refused
+// rather than silently meaning the default.
+func parsePositiveDuration(d *caddyfile.Dispenser, target *caddy.Duration) error {
+	option := d.Val()
+	if err := parseDuration(d, target); err != nil {
+		return err
+	}
+	if *target <= 0 {
+		return d.Errf("%s: must be more than 0, got %s", option, time.Duration(*target))
+	}
 	return nil
 }
 

@@ -106,7 +106,7 @@ func parseRegistration(d *caddyfile.Dispenser) (*Registration, error) {
 				r.PerNetwork = n
 			}
 		case "unused":
-			if err := parseDuration(d, &r.Unused); err != nil {
+			if err := parsePositiveDuration(d, &r.Unused); err != nil {
 				return nil, err
 			}
 		default:
