@@ -190,7 +190,8 @@ func (s *Store) lockSchema(caller, ctx context.Context) (pgx.Tx, int, error) {
 	}
 	if err == nil {
 		// Back to the store's own timeouts for the steps (RESET: the connection's).
-		_, err = tx.Exec(ctx, `RESET statement_timeout; RESET lock_timeout`)
+		// wctx: the wait may have outlasted ctx.
+		_, err = tx.Exec(wctx, `RESET statement_timeout; RESET lock_timeout`)
 	}
 	if err != nil {
 		tx.Rollback(context.Background())
