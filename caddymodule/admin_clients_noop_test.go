@@ -9,16 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
-	"github.com/palmgate/palmgate/core/palm"
-	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage/memstore"
 )
 
@@ -27,21 +23,8 @@ import (
 // for a change that did not happen (fourth review).
 func TestAdminEmptyPatch(t *testing.T) {
 	ctx := context.Background()
-	const issuer = "http://127.0.0.1:8080"
 	store := memstore.New()
-	ps, err := palm.NewService(palm.Config{Store: store, Issuer: issuer, Dev: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := keys.Open(ctx, store, nil, keys.WithGenerator(keystest.Generator))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := oidc.NewService(ctx, oidc.Config{Store: store, Palm: ps, Keys: ks, Issuer: issuer,
-		PairwiseSecret: strings.Repeat("p", 32), AccessTTL: time.Hour, RefreshTTL: time.Hour, CodeTTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, _ := newTestOIDC(t, store)
 	a := &App{oidc: svc, logger: zap.NewNop()}
 	ci, _, err := svc.Clients().Create(ctx, oidc.ClientSpec{Name: new("Patched"), RedirectURIs: []string{"https://app.example/callback"}})
 	if err != nil {

@@ -1,24 +1,19 @@
 package caddymodule
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
-	"github.com/palmgate/palmgate/core/palm"
-	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage/memstore"
 	"github.com/palmgate/palmgate/storage/storagetest"
 )
@@ -29,22 +24,8 @@ import (
 // 204, for the deletion happened, and logs one warning naming the client and
 // the clean-up's error.
 func TestAdminDeleteStandsWhenItsCleanUpFails(t *testing.T) {
-	ctx := context.Background()
-	const issuer = "http://127.0.0.1:8080"
 	store := &storagetest.DownStore{Store: memstore.New()}
-	ps, err := palm.NewService(palm.Config{Store: store, Issuer: issuer, Dev: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := keys.Open(ctx, store, nil, keys.WithGenerator(keystest.Generator))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := oidc.NewService(ctx, oidc.Config{Store: store, Palm: ps, Keys: ks, Issuer: issuer,
-		PairwiseSecret: strings.Repeat("p", 32), AccessTTL: time.Hour, RefreshTTL: time.Hour, CodeTTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, _ := newTestOIDC(t, store)
 	core, logs := observer.New(zapcore.WarnLevel)
 	a := &App{oidc: svc, logger: zap.New(core)}
 
@@ -61,7 +42,7 @@ func TestAdminDeleteStandsWhenItsCleanUpFails(t *testing.T) {
 
 	store.DownAfterUpdate.Store(true)
 	w = httptest.NewRecorder()
-	err = a.serveAdminClients(w, httptest.NewRequest(http.MethodDelete, "/palmgate/clients/"+created.ID, nil))
+	err := a.serveAdminClients(w, httptest.NewRequest(http.MethodDelete, "/palmgate/clients/"+created.ID, nil))
 	if !store.Down.Load() {
 		t.Fatal("the deletion wrote nothing: its clean-up never met the failing store")
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +13,7 @@ import (
 	"github.com/palmgate/palmgate/core/agent"
 	"github.com/palmgate/palmgate/core/event"
 	"github.com/palmgate/palmgate/core/event/eventtest"
-	"github.com/palmgate/palmgate/core/keys"
 	"github.com/palmgate/palmgate/core/oidc"
-	"github.com/palmgate/palmgate/core/palm"
-	"github.com/palmgate/palmgate/internal/keystest"
 	"github.com/palmgate/palmgate/storage/memstore"
 	"github.com/palmgate/palmgate/storage/storagetest"
 )
@@ -28,24 +24,10 @@ import (
 // audited when the store is down, 400 for a malformed humanId or revoke, and
 // 404/405 for other paths and methods.
 func TestAdminEndHuman(t *testing.T) {
-	ctx := context.Background()
-	const issuer = "http://127.0.0.1:8080"
 	store := &storagetest.DownStore{Store: memstore.New()}
-	ps, err := palm.NewService(palm.Config{Store: store, Issuer: issuer, Dev: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := keys.Open(ctx, store, nil, keys.WithGenerator(keystest.Generator))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := oidc.NewService(ctx, oidc.Config{Store: store, Palm: ps, Keys: ks, Issuer: issuer, SSOSession: time.Hour,
-		PairwiseSecret: strings.Repeat("p", 32), AccessTTL: time.Hour, RefreshTTL: time.Hour, CodeTTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, ps := newTestOIDC(t, store, func(c *oidc.Config) { c.SSOSession = time.Hour })
 	var rec eventtest.Recorder
-	a := &App{store: store, oidc: svc, palm: ps, agents: agent.NewService(agent.Config{Store: store, Palm: ps, Issuer: issuer}), events: rec.Sink()}
+	a := &App{store: store, oidc: svc, palm: ps, agents: agent.NewService(agent.Config{Store: store, Palm: ps, Issuer: adminIssuer}), events: rec.Sink()}
 	const human = "8f1f5d3e-0000-4000-8000-000000000001"
 
 	call := func(query string) (*httptest.ResponseRecorder, error) {

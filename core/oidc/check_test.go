@@ -16,15 +16,6 @@ import (
 // that could never work.
 func TestNewServiceRefusesInvalidClients(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.New()
-	ps, err := palm.NewService(palm.Config{Store: store, Issuer: testIssuer, Dev: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := keys.Open(ctx, store, nil, keys.WithGenerator(keystest.Generator))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name   string
 		client Client
@@ -39,11 +30,26 @@ func TestNewServiceRefusesInvalidClients(t *testing.T) {
 		{"relative resource", Client{ID: "c", Secret: "s", Resources: []string{"/api"}}, "resources"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewService(ctx, Config{Store: store, Palm: ps, Keys: ks, Issuer: testIssuer,
-				Clients: []Client{tc.client}, PairwiseSecret: testSecret})
+			_, err := NewService(ctx, bareConfig(t, tc.client))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("NewService = %v, want an error naming %q", err, tc.want)
 			}
 		})
 	}
+}
+
+// bareConfig is a Config on a fresh memstore with palm and fixed test keys, and
+// clients as its static clients: for tests of NewService's own checks.
+func bareConfig(t *testing.T, clients ...Client) Config {
+	t.Helper()
+	store := memstore.New()
+	ps, err := palm.NewService(palm.Config{Store: store, Issuer: testIssuer, Dev: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := keys.Open(context.Background(), store, nil, keys.WithGenerator(keystest.Generator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Store: store, Palm: ps, Keys: ks, Issuer: testIssuer, Clients: clients, PairwiseSecret: testSecret}
 }

@@ -6,10 +6,6 @@ import (
 	"testing"
 
 	"github.com/palmgate/palmgate/core/fault"
-	"github.com/palmgate/palmgate/core/keys"
-	"github.com/palmgate/palmgate/core/palm"
-	"github.com/palmgate/palmgate/internal/keystest"
-	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 // TestAuthorizeClientWithoutRedirectURI: a static client configured without a
@@ -18,17 +14,7 @@ import (
 // not registered" as if the request had a typo (fourth review).
 func TestAuthorizeClientWithoutRedirectURI(t *testing.T) {
 	ctx := context.Background()
-	store := memstore.New()
-	ps, err := palm.NewService(palm.Config{Store: store, Issuer: testIssuer, Dev: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := keys.Open(ctx, store, nil, keys.WithGenerator(keystest.Generator))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := NewService(ctx, Config{Store: store, Palm: ps, Keys: ks, Issuer: testIssuer,
-		Clients: []Client{{ID: "reports", Secret: "reports-secret"}}, PairwiseSecret: testSecret})
+	svc, err := NewService(ctx, bareConfig(t, Client{ID: "reports", Secret: "reports-secret"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,20 +29,7 @@ func TestOpenUnreachable(t *testing.T) {
 	closedAddr := closed.Addr().(*net.TCPAddr)
 	closed.Close()
 	// A port that accepts connections and never answers: only the timeout ends it.
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	silent := silentListener(t)
 	silentAddr := silent.Addr().(*net.TCPAddr)
 	for _, c := range []struct {
 		name string
@@ -330,20 +317,7 @@ func (f *freezer) close() {
 // Config.ConnectTimeout is unset, and the error names the timeout in force and
 // where it came from; ConnectTimeout, when set, wins and is named.
 func TestOpenConnectTimeoutOfDSN(t *testing.T) {
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	silent := silentListener(t)
 	dsn := fmt.Sprintf("postgres://palmgate@127.0.0.1:%d/palmgate?sslmode=disable&connect_timeout=1", silent.Addr().(*net.TCPAddr).Port)
 	for _, c := range []struct {
 		name    string
@@ -364,4 +338,25 @@ func TestOpenConnectTimeoutOfDSN(t *testing.T) {
 			}
 		})
 	}
+}
+
+// silentListener is a loopback port that accepts connections and never
+// answers: only a timeout ends a connection to it. It closes with the test.
+func silentListener(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	return ln
 }
