@@ -217,7 +217,7 @@ func (b *Bearer) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	if b.StripToken {
 		r.Header.Del("Authorization")
 	}
-	edge.SetIdentityHeaders(r.Header, claims)
+	edge.PutIdentityHeaders(r.Header, claims) // the copies went before the decision
 	repl := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	repl.Set("http.auth.user.id", claims.Subject)
 	repl.Set("http.auth.user.scope", claims.Scope)

@@ -29,6 +29,13 @@ const (
 // php_fastcgi), WSGI and Rack upstreams read it as the same variable.
 func SetIdentityHeaders(h http.Header, claims *bearer.Claims) {
 	DeleteIdentityHeaders(h)
+	PutIdentityHeaders(h, claims)
+}
+
+// PutIdentityHeaders sets the token's identity headers on h, from which
+// DeleteIdentityHeaders has already removed every copy (palmgate_bearer deletes
+// them before deciding, so it does not scan the header twice).
+func PutIdentityHeaders(h http.Header, claims *bearer.Claims) {
 	if id := claims.AgentID(); id != "" {
 		h.Set(HeaderAgentID, id)
 	}
