@@ -16,6 +16,7 @@ import "crypto/sha256"
 //	oidc/cors-origin/{origin}/{clientId} -> "" (the dynamic clients' allowed origins, for CORS)
 //	oidc/selfreg/{network}/{clientId} -> expiry in ms (RFC 7591 clients, for their caps; network "" when uncounted)
 //	oidc/selfreg-mark           -> the last self-registered client id (serialises registrations)
+//	oidc/selfreg-terms/{clientId} -> a self-registered client's grant_types and auth method (JSON; selfreg_terms.go)
 //	oidc/sso/{sha256(id)}       -> SSO session (JSON), until it expires
 //	oidc/sso-human/{humanId}/{sha256(id)} -> "" (a person's SSO sessions), until the session expires
 //	oidc/sso-index-since        -> first start that indexed SSO sessions (ms; older ones may be in no index, endhuman.go)

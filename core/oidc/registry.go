@@ -241,7 +241,11 @@ func (r *Clients) getRecord(ctx context.Context, id string) (*clientRecord, erro
 	if !validClientID(id) {
 		return nil, ErrClientNotFound
 	}
-	return records.Read[clientRecord](ctx, r.store, clientKey(id), ErrClientNotFound, "client "+id)
+	rec, err := records.Read[clientRecord](ctx, r.store, clientKey(id), ErrClientNotFound, "client "+id)
+	if err != nil {
+		return nil, err
+	}
+	return rec, restoreSelfRegTermsRead(ctx, r.store, rec)
 }
 
 func validClientID(id string) bool {
@@ -254,7 +258,11 @@ func validClientID(id string) bool {
 }
 
 func readClient(txn storage.Txn, id string) (*clientRecord, error) {
-	return records.Get[clientRecord](txn, clientKey(id), ErrClientNotFound, "client "+id)
+	rec, err := records.Get[clientRecord](txn, clientKey(id), ErrClientNotFound, "client "+id)
+	if err != nil {
+		return nil, err
+	}
+	return rec, restoreSelfRegTerms(rec, txn.Get)
 }
 
 // writeClient writes rec, kept by the store for ttl (0: for ever).
@@ -263,7 +271,10 @@ func writeClient(txn storage.Txn, rec *clientRecord, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return txn.Set(clientKey(rec.ID), b, ttl)
+	if err := txn.Set(clientKey(rec.ID), b, ttl); err != nil {
+		return err
+	}
+	return putSelfRegTerms(txn, rec, ttl)
 }
 
 // authenticate returns the client when id and secret match: a static client, then
@@ -344,14 +355,22 @@ func (r *Clients) List(ctx context.Context, owner string) ([]*ClientInfo, error)
 	err := r.store.View(ctx, func(txn storage.Txn) error {
 		dyn = dyn[:0]
 		if owner == "" {
-			return txn.Iterate(clientPrefix(), func(_, v []byte) (bool, error) {
-				var rec clientRecord
-				if err := json.Unmarshal(v, &rec); err != nil {
+			var recs []*clientRecord
+			err := txn.Iterate(clientPrefix(), func(_, v []byte) (bool, error) {
+				rec := new(clientRecord)
+				if err := json.Unmarshal(v, rec); err != nil {
 					return false, err
 				}
-				dyn = append(dyn, rec.info(now))
+				recs = append(recs, rec)
 				return true, nil
 			})
+			for _, rec := range recs {
+				if err == nil {
+					err = restoreSelfRegTerms(rec, txn.Get) // after the iteration: no read inside it
+				}
+				dyn = append(dyn, rec.info(now))
+			}
+			return err
 		}
 		prefix := ownerPrefix(owner)
 		return txn.IterateKeys(prefix, func(k []byte) (bool, error) {

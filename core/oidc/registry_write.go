@@ -273,6 +273,9 @@ func (r *Clients) Delete(ctx context.Context, id, owner string) error {
 			if err := txn.Delete(selfRegKey(rec.Network, id)); err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return err
 			}
+			if err := txn.Delete(selfRegTermsKey(id)); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return err
+			}
 		}
 		if err := putOrigins(txn, id, rec.origins(), nil, 0); err != nil {
 			return err
