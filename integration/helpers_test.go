@@ -23,7 +23,7 @@ import (
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
-func TestMain(m *testing.M) { testserver.Main(m, pgtest.Cleanup) }
+func TestMain(m *testing.M) { testserver.Main(m, pgtest.Cleanup, removeOldCaddy) }
 
 var (
 	uuidRE  = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
