@@ -115,7 +115,7 @@ type upgradeState struct {
 	agentHuman        string
 	pendingAgent      session
 	br                *browser
-	sso               bool
+	sso, actor        bool
 	backupFile        string
 	backupRefresh     string // a refresh token of the backup's time, used only on the restore
 	kidsBefore        []string
@@ -139,6 +139,7 @@ func TestUpgradeInPlace(t *testing.T) {
 
 func upgradeInPlace(t *testing.T, old, store string) {
 	a, b := newOIDCClient("upg-a", ""), newOIDCClient("upg-b", "")
+	b.resources = []string{"https://api.upg.example"}
 	sso := supports(t, old, "sso_session 12h")
 	global := []string{"rate_limit off", a.config(), b.config()}
 	if sso {
@@ -213,6 +214,10 @@ func makeUpgradeState(t *testing.T, e *env, a, b oidcClient, sso, backup bool) *
 	// An agent registered and owned by alice, and one whose registration waits.
 	st.agentA = newAgent(t, "upg-agent-1")
 	st.agentHuman = e.register(t, st.agentA, st.alice).humanID
+	if sso { // the releases with SSO sessions have agent grants (requested_actor)
+		freshLogin(t, e, a, st.alice, "scope", "openid", "requested_actor", st.agentA.deviceID)
+		st.actor = true
+	}
 	st.pendingAgent = e.initSession(t, newAgent(t, "upg-agent-2").registration(time.Now()))
 	// A code not redeemed and a login not yet scanned.
 	st.unredeemed = freshLogin(t, e, a, st.bob)
@@ -301,6 +306,14 @@ func checkUpgradeState(t *testing.T, e *env, st *upgradeState) {
 		if code, errCode := br.silent(t, e.URL, st.b, "prompt", "none"); code == "" {
 			t.Errorf("the old consent, prompt=none: error %q, want a code", errCode)
 		}
+		// The old consent names no resource: a request for one asks once more
+		// (README, Single sign-on session), with the consent page.
+		if w, _ := br.classify(t, e.URL, br.authorize(t, st.b, "resource", st.b.resources[0])); w != toConsent {
+			t.Errorf("the old consent, a request for a resource: not sent to the consent page")
+		}
+		if _, errCode := br.silent(t, e.URL, st.b, "resource", st.b.resources[0], "prompt", "none"); errCode != "consent_required" {
+			t.Errorf("the old consent, a request for a resource with prompt=none: error %q, want consent_required", errCode)
+		}
 	}
 	// The agents.
 	if l := e.lookupDevice(t, st.agentA.deviceID); !l.Registered || l.HumanID != st.agentHuman {
@@ -308,6 +321,9 @@ func checkUpgradeState(t *testing.T, e *env, st *upgradeState) {
 	}
 	if l := e.lookupKey(t, st.agentA.urlKey()); !l.Registered {
 		t.Errorf("the old agent by key: %+v", l)
+	}
+	if st.actor { // the agent grant alice gave before
+		e.agentToken(t, st.a, e.agentAssertion(t, st.agentA)).ExpectStatus(t, http.StatusOK)
 	}
 	c := e.verifyInfo(t, st.pendingAgent)
 	if r := e.devScan(t, c, st.carol); r.Status != http.StatusOK {
