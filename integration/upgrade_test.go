@@ -105,6 +105,8 @@ func supports(t *testing.T, bin, line string) bool {
 // upgradeState is what the old binary left.
 type upgradeState struct {
 	a, b, admin, dcr  oidcClient
+	portal            oidcClient
+	dev               *portalDev
 	offline           tokenSet // alice at a, openid offline_access, before the rotation
 	online            tokenSet // bob at a, openid only
 	adminTok, dcrTok  tokenSet
@@ -194,6 +196,10 @@ func makeUpgradeState(t *testing.T, e *env, a, b oidcClient, sso, backup bool) *
 			t.Fatalf("consent: status %d", resp.Status)
 		}
 	}
+	// A developer in the portal, with an application.
+	st.dev = e.portalSignIn(t, st.carol)
+	st.portal.id, st.portal.secret = st.dev.create(t, "Notes Upgrade", "https://portal-upg.example/cb")
+	st.portal.redirects = []string{"https://portal-upg.example/cb"}
 	// A client of the admin API, logged in with.
 	st.admin, _ = e.adminCreate(t, map[string]any{"name": "Ops Console", "redirect_uris": []string{"https://admin-app.example/cb"}})
 	st.adminTok = e.redeem(t, st.admin, freshLogin(t, e, st.admin, st.alice, "scope", "openid offline_access"))
@@ -332,6 +338,19 @@ func checkUpgradeState(t *testing.T, e *env, st *upgradeState) {
 	if s := e.status(t, st.pendingAgent.ID); str(s["status"]) != "completed" {
 		t.Errorf("the pending agent registration: %v", s)
 	}
+	// The developer's portal session, and the application's secret.
+	// A release before 2026-11-26 (before SSO sessions too) kept the portal's
+	// session in its cookie alone, which no sign-out could end: this one asks
+	// for a sign-in again (README, Upgrading).
+	st.dev.e = e
+	home := st.dev.get(t, "/portal")
+	switch {
+	case st.sso && (home.Status != http.StatusOK || !strings.Contains(string(home.Body), st.portal.id)):
+		t.Errorf("the old portal session: %d, want the portal listing %s:\n%s", home.Status, st.portal.id, testserver.Snippet(home.Body))
+	case !st.sso && (home.Status != http.StatusOK || !strings.Contains(string(home.Body), `id="signin"`)):
+		t.Errorf("a cookie-only portal session of a release before 2026-11-26: %d, want the sign-in page:\n%s", home.Status, testserver.Snippet(home.Body))
+	}
+	e.redeem(t, st.portal, freshLogin(t, e, st.portal, st.bob, "scope", "openid"))
 	// A new login at the admin API's client, with its old secret.
 	e.redeem(t, st.admin, freshLogin(t, e, st.admin, st.carol, "scope", "openid"))
 	if out, err := e.RunCommand(t, "palmgate", "keys", "list", "--address", e.AdminAddr); err != nil {
