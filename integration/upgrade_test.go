@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,6 +108,7 @@ type upgradeState struct {
 	a, b, admin, dcr  oidcClient
 	portal            oidcClient
 	dev               *portalDev
+	owner             *ownerPage
 	offline           tokenSet // alice at a, openid offline_access, before the rotation
 	online            tokenSet // bob at a, openid only
 	adminTok, dcrTok  tokenSet
@@ -225,6 +227,10 @@ func makeUpgradeState(t *testing.T, e *env, a, b oidcClient, sso, backup bool) *
 		st.actor = true
 	}
 	st.pendingAgent = e.initSession(t, newAgent(t, "upg-agent-2").registration(time.Now()))
+	// Alice on her agents page (a session of its own), where the release has it.
+	if testserver.Do(t, "GET", e.URL+"/v1/human/agents", nil, "Accept", "application/json").Status == http.StatusOK {
+		st.owner = e.openOwnerPage(t, st.alice)
+	}
 	// A code not redeemed and a login not yet scanned.
 	st.unredeemed = freshLogin(t, e, a, st.bob)
 	st.pendingBr = newSSOBrowser(e)
@@ -355,6 +361,21 @@ func checkUpgradeState(t *testing.T, e *env, st *upgradeState) {
 	e.redeem(t, st.admin, freshLogin(t, e, st.admin, st.carol, "scope", "openid"))
 	if out, err := e.RunCommand(t, "palmgate", "keys", "list", "--address", e.AdminAddr); err != nil {
 		t.Errorf("keys list after the upgrade: %v\n%s", err, out)
+	}
+	// The agents page session lists alice's agent.
+	if st.owner != nil {
+		st.owner.e = e
+		if got := st.owner.listed(t); !slices.Contains(got, st.agentA.deviceID) {
+			t.Errorf("the old agents page session lists %v, want %s", got, st.agentA.deviceID)
+		}
+	}
+	// Ending alice's sessions ends the SSO session the old release started (in
+	// no index: sessionIndexSince).
+	if st.sso {
+		testserver.Do(t, "DELETE", "http://"+e.AdminAddr+"/palmgate/humans/"+st.agentHuman+"/sessions", nil).ExpectStatus(t, http.StatusOK)
+		if _, errCode := st.br.at(e).silent(t, e.URL, st.a, "prompt", "none"); errCode != "login_required" {
+			t.Errorf("the old SSO session after ending alice's sessions: error %q, want login_required", errCode)
+		}
 	}
 }
 
