@@ -109,6 +109,7 @@ type upgradeState struct {
 	portal            oidcClient
 	dev               *portalDev
 	owner             *ownerPage
+	keysListed        string // keys list --json after the rotation
 	offline           tokenSet // alice at a, openid offline_access, before the rotation
 	online            tokenSet // bob at a, openid only
 	adminTok, dcrTok  tokenSet
@@ -147,7 +148,7 @@ func upgradeInPlace(t *testing.T, old, store string) {
 	sso := supports(t, old, "sso_session 12h")
 	global := []string{"rate_limit off", a.config(), b.config()}
 	if sso {
-		global = append(global, "sso_session 12h", "registration open")
+		global = append(global, "sso_session 12h", "registration open", "key_rotation 720h")
 	}
 	opts := testserver.Options{Port: testserver.FreePort(t), AdminPort: testserver.FreePort(t), DataDir: t.TempDir(),
 		Global: strings.Join(global, "\n"), Site: upgradeSite, Binary: old}
@@ -248,6 +249,13 @@ func makeUpgradeState(t *testing.T, e *env, a, b oidcClient, sso, backup bool) *
 	}
 	// A rotation: the tokens above are now signed by retired keys.
 	rotateKeys(t, e)
+	if backup { // the releases with backups list the keys and their schedule
+		out, err := e.RunCommand(t, "palmgate", "keys", "list", "--json", "--address", e.AdminAddr)
+		if err != nil {
+			t.Fatalf("keys list: %v\n%s", err, out)
+		}
+		st.keysListed = out
+	}
 	return st
 }
 
@@ -359,8 +367,11 @@ func checkUpgradeState(t *testing.T, e *env, st *upgradeState) {
 	e.redeem(t, st.portal, freshLogin(t, e, st.portal, st.bob, "scope", "openid"))
 	// A new login at the admin API's client, with its old secret.
 	e.redeem(t, st.admin, freshLogin(t, e, st.admin, st.carol, "scope", "openid"))
-	if out, err := e.RunCommand(t, "palmgate", "keys", "list", "--address", e.AdminAddr); err != nil {
+	// The keys, their states and the rotation schedule are the old one's.
+	if out, err := e.RunCommand(t, "palmgate", "keys", "list", "--json", "--address", e.AdminAddr); err != nil {
 		t.Errorf("keys list after the upgrade: %v\n%s", err, out)
+	} else if st.keysListed != "" && out != st.keysListed {
+		t.Errorf("keys list after the upgrade:\n%s\nbefore:\n%s", out, st.keysListed)
 	}
 	// The agents page session lists alice's agent.
 	if st.owner != nil {
