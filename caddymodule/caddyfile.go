@@ -91,7 +91,11 @@ func (a *App) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			// In JSON an absent (zero) TTL means the default; written out in the
 			// Caddyfile, 0 would silently mean the same.
 			if *target < caddy.Duration(time.Second) {
-				return d.Errf("%s: must be at least 1s, got %s", option, time.Duration(*target))
+				why := ""
+				if *target == 0 { // an upgrade's Caddyfile: say what it meant
+					why = " (releases before 2026-11-27 read 0 as the default: remove the line to keep it)"
+				}
+				return d.Errf("%s: must be at least 1s, got %s%s", option, time.Duration(*target), why)
 			}
 			continue
 		}

@@ -97,6 +97,9 @@ func TestCaddyfileErrorsNameTheOption(t *testing.T) {
 		{"bad duration", "registration_session_ttl banana", "registration_session_ttl"},
 		{"duration without value", "auth_code_ttl", "auth_code_ttl"},
 		{"ttl zero", "access_token_ttl 0s", "access_token_ttl: must be at least 1s, got 0s"},
+		// A Caddyfile of a release before 2026-11-27, where 0 meant the default, is
+		// told the fix when the upgrade refuses it.
+		{"ttl zero of an older Caddyfile", "login_ttl 0", "login_ttl: must be at least 1s, got 0s (releases before 2026-11-27 read 0 as the default: remove the line to keep it)"},
 		{"ttl zero without unit", "refresh_token_ttl 0", "refresh_token_ttl: must be at least 1s, got 0s"},
 		{"challenge_max_age zero", "challenge_max_age 0s", "challenge_max_age: must be at least 1s"},
 		{"storage postgres statement_timeout zero", "storage postgres postgres://db/p {\n\tstatement_timeout 0s\n}", "statement_timeout: must be more than 0"},
