@@ -116,6 +116,8 @@ type upgradeState struct {
 	unredeemed        string // a code of a not yet redeemed
 	pendingLogin      string // an auth_request_id not yet scanned
 	pendingBr         *browser
+	scannedLogin      string // an auth_request_id scanned, not finished
+	scannedBr         *browser
 	agentA            *agent
 	agentHuman        string
 	pendingAgent      session
@@ -240,6 +242,16 @@ func makeUpgradeState(t *testing.T, e *env, a, b oidcClient, sso, backup bool) *
 		t.Fatalf("the pending login: not sent to the login page")
 	}
 	st.pendingLogin = id
+	// A login scanned whose page has not fetched the answer yet.
+	st.scannedBr = newSSOBrowser(e)
+	w, id = st.scannedBr.classify(t, e.URL, st.scannedBr.authorize(t, a))
+	if w != toScan {
+		t.Fatalf("the scanned login: not sent to the login page")
+	}
+	var page loginPage
+	st.scannedBr.do(t, "GET", "/oauth2/verify?auth_request_id="+id, nil, "Accept", "application/json").ExpectStatus(t, http.StatusOK).Decode(t, &page)
+	e.scan(t, page, st.bob)
+	st.scannedLogin = id
 	// The backup, before the rotation.
 	if backup {
 		st.backupFile = filepath.Join(t.TempDir(), "old.backup")
@@ -315,6 +327,19 @@ func checkUpgradeState(t *testing.T, e *env, st *upgradeState) {
 			e.exchange(t, st.a, q.Get("code"), "")
 		}
 	}
+	// The login scanned before the upgrade finishes after it.
+	resp := st.scannedBr.at(e).do(t, "GET", "/oauth2/verify?auth_request_id="+st.scannedLogin, nil)
+	if q := callbackQuery(t, resp.Header.Get("Location"), st.a.redirects[0]); resp.Status != http.StatusFound || q.Get("code") == "" {
+		t.Errorf("the login scanned before the upgrade: %d, callback %v", resp.Status, q)
+	} else {
+		e.exchange(t, st.a, q.Get("code"), "")
+	}
+	// A logout with an ID token the old release signed ends that login.
+	lo := e.do(t, "GET", "/oauth2/logout?"+url.Values{"id_token_hint": {st.online.id}}.Encode(), nil)
+	if lo.Status != http.StatusOK {
+		t.Errorf("logout with the old ID token: %d %s", lo.Status, testserver.Snippet(lo.Body))
+	}
+	e.expectRevoked(t, st.online.access)
 	// The SSO session and the consent.
 	if st.sso {
 		br := st.br.at(e)
@@ -408,7 +433,7 @@ func checkUpgradeRestore(t *testing.T, e *env, opts testserver.Options, st *upgr
 	if resp := r.postToken(t, form, "Authorization", basicAuth(st.a.id, st.a.secret)); resp.Status != http.StatusOK {
 		t.Errorf("the restored refresh token: %d %s", resp.Status, resp.Body)
 	}
-	r.expectUserinfo(t, st.online.access, st.online.sub)
+	r.expectUserinfo(t, st.online.access, st.online.sub) // the backup's: its logout came after
 }
 
 // freshLogin logs subject in at c from a browser of its own (no session) and
