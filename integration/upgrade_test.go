@@ -173,6 +173,12 @@ func upgradeInPlace(t *testing.T, old, store string) {
 	if st.backupFile != "" {
 		checkUpgradeRestore(t, newE, opts, st)
 	}
+	if store == "badger" { // the upgraded store moves to PostgreSQL
+		dsn := pgtest.NewCluster(t).DSN(t)
+		if out, err := newE.RunCommand(t, "palmgate", "migrate", "--from", "badger", filepath.Join(opts.DataDir, "palmgate"), "--to", "postgres", dsn); err != nil {
+			t.Errorf("migrating the upgraded Badger store to PostgreSQL: %v\n%s", err, out)
+		}
+	}
 }
 
 func makeUpgradeState(t *testing.T, e *env, a, b oidcClient, sso, backup bool) *upgradeState {
