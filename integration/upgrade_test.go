@@ -109,7 +109,7 @@ type upgradeState struct {
 	portal            oidcClient
 	dev               *portalDev
 	owner             *ownerPage
-	keysListed        string // keys list --json after the rotation
+	keysListed        string   // keys list --json after the rotation
 	offline           tokenSet // alice at a, openid offline_access, before the rotation
 	online            tokenSet // bob at a, openid only
 	adminTok, dcrTok  tokenSet
