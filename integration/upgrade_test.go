@@ -168,6 +168,11 @@ func upgradeInPlace(t *testing.T, old, store string) {
 	newE.secrets = oldE.secrets
 	checkUpgradeState(t, newE, st)
 	newE.Stop()
+	for _, line := range strings.Split(newE.Log(), "\n") {
+		if strings.Contains(line, `"level":"error"`) { // a request failed (500), a sweep, ...
+			t.Errorf("the upgraded instance logged an error: %s", line)
+		}
+	}
 
 	if st.backupFile != "" {
 		checkUpgradeRestore(t, newE, opts, st)
