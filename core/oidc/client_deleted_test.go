@@ -80,7 +80,7 @@ func TestClientDeletionEndsItsAgentGrantsAndConsents(t *testing.T) {
 
 	// The client comes back under the same id: it starts with no consent, and
 	// the agent gets no token for it.
-	if err := h.store.Update(ctx, func(txn storage.Txn) error { return writeClient(txn, rec, 0) }); err != nil {
+	if err := h.store.Update(ctx, func(txn storage.Txn) error { return h.svc.clients.writeClient(txn, rec, 0) }); err != nil {
 		t.Fatal(err)
 	}
 	if consent(gone.ID) != nil {

@@ -1,6 +1,7 @@
 package oidc
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -108,13 +109,16 @@ type client struct {
 // holds the clients of its own config, so every instance must run the same client
 // blocks (a client known to one instance only is unknown to the others).
 type Clients struct {
-	store    storage.Store
-	now      func() time.Time
-	macKey   []byte
-	byID     map[string]*client // the static clients
-	origins  map[string]bool    // the static clients' allowed origins, all together
-	dummy    []byte
-	verifier *verifier
+	store storage.Store
+	now   func() time.Time
+	// refreshTTL is the refresh tokens' lifetime: how long a use keeps a
+	// self-registered client (touch), on this instance and on an older one.
+	refreshTTL time.Duration
+	macKey     []byte
+	byID       map[string]*client // the static clients
+	origins    map[string]bool    // the static clients' allowed origins, all together
+	dummy      []byte
+	verifier   *verifier
 	// dynamic clients (registry.go)
 	clientKey    []byte
 	devRedirects bool
@@ -133,7 +137,7 @@ func newClients(ctx context.Context, cfg Config, now func() time.Time) (*Clients
 	if err := CheckClients(list, dev); err != nil {
 		return nil, err
 	}
-	c := &Clients{store: cfg.Store, now: now, devRedirects: dev, maxPerOwner: cfg.MaxClientsPerOwner, events: cfg.Events,
+	c := &Clients{store: cfg.Store, now: now, refreshTTL: cmp.Or(cfg.RefreshTTL, DefaultRefreshTTL), devRedirects: dev, maxPerOwner: cfg.MaxClientsPerOwner, events: cfg.Events,
 		reg: cfg.Registration, metadata: cfg.ClientMetadata,
 		macKey: make([]byte, 32), byID: make(map[string]*client, len(list)), origins: map[string]bool{}}
 	if c.maxPerOwner <= 0 {

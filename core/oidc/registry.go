@@ -265,8 +265,9 @@ func readClient(txn storage.Txn, id string) (*clientRecord, error) {
 	return rec, restoreSelfRegTerms(rec, txn.Get)
 }
 
-// writeClient writes rec, kept by the store for ttl (0: for ever).
-func writeClient(txn storage.Txn, rec *clientRecord, ttl time.Duration) error {
+// writeClient writes rec, kept by the store for ttl (0: for ever), and the copy
+// of a self-registered client's terms beside it (selfreg_terms.go).
+func (r *Clients) writeClient(txn storage.Txn, rec *clientRecord, ttl time.Duration) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -274,7 +275,7 @@ func writeClient(txn storage.Txn, rec *clientRecord, ttl time.Duration) error {
 	if err := txn.Set(clientKey(rec.ID), b, ttl); err != nil {
 		return err
 	}
-	return putSelfRegTerms(txn, rec, ttl)
+	return putSelfRegTerms(txn, rec, r.termsTTL(ttl))
 }
 
 // authenticate returns the client when id and secret match: a static client, then

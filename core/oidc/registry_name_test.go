@@ -110,7 +110,7 @@ func TestStoredNameBeforeTheRules(t *testing.T) {
 			return err
 		}
 		rec.Name = "palmgate developer portal\u202e"
-		return writeClient(txn, rec, 0)
+		return h.svc.clients.writeClient(txn, rec, 0)
 	})
 	if err != nil {
 		t.Fatal(err)

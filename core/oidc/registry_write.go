@@ -98,7 +98,7 @@ func (r *Clients) create(ctx context.Context, spec ClientSpec, sr *selfReg) (*Cl
 		if err := putOrigins(txn, rec.ID, nil, rec.origins(), ttl); err != nil {
 			return err
 		}
-		return writeClient(txn, rec, ttl)
+		return r.writeClient(txn, rec, ttl)
 	})
 	if err != nil {
 		return nil, "", err
@@ -133,7 +133,7 @@ func (r *Clients) modify(ctx context.Context, id, owner string, fn func(*clientR
 			return err
 		}
 		rec.UpdatedAt = r.now().UTC()
-		return writeClient(txn, rec, ttl)
+		return r.writeClient(txn, rec, ttl)
 	})
 	return rec, err
 }

@@ -340,6 +340,6 @@ func (r *Clients) touch(ctx context.Context, cl *client, keep time.Duration) {
 				return err
 			}
 		}
-		return writeClient(txn, rec, ttl)
+		return r.writeClient(txn, rec, ttl)
 	})
 }

@@ -19,9 +19,21 @@ import (
 // as one registered before they were kept: every grant, either method, for
 // good. The copy, which no older release writes, restores them.
 //
-//	oidc/selfreg-terms/{clientId} -> selfRegTerms (JSON), kept as long as the client
+//	oidc/selfreg-terms/{clientId} -> selfRegTerms (JSON), kept longer than the client (termsTTL)
 
 func selfRegTermsKey(id string) []byte { return []byte("oidc/selfreg-terms/" + id) }
+
+// termsTTL is how long the copy of the terms of a client kept for ttl is kept:
+// longer, by as much as an older instance's use may extend the client without
+// writing them (a use keeps it for the longer of refresh_token_ttl and the
+// registration's unused period, touch), so that a client an older instance kept
+// alive never outlives its terms; 0 (for ever) stays 0.
+func (r *Clients) termsTTL(ttl time.Duration) time.Duration {
+	if ttl == 0 {
+		return 0
+	}
+	return ttl + max(r.refreshTTL, r.unused()) + time.Hour
+}
 
 type selfRegTerms struct {
 	GrantTypes []string `json:"grantTypes"`

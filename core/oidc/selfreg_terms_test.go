@@ -79,3 +79,20 @@ func TestSelfRegTermsSurviveOldRewrite(t *testing.T) {
 		t.Errorf("the admin view after the rewrite: %+v, %v; want grant_types [authorization_code], client_secret_post", ci, err)
 	}
 }
+
+// TestSelfRegTermsOutliveAnOldUse: the copy of the terms written at registration
+// outlives the client however late in its unused period an older instance uses
+// it (which keeps the client refresh_token_ttl from then, an hour more in the
+// store, without the copy).
+func TestSelfRegTermsOutliveAnOldUse(t *testing.T) {
+	h := newHarness(t)
+	r := h.svc.clients
+	registered := r.recordTTL(h.clock.Now().Add(r.unused())) // as create writes it
+	latestOldUse := r.unused() + max(r.refreshTTL, r.unused()) + time.Hour
+	if got := r.termsTTL(registered); got <= latestOldUse {
+		t.Errorf("terms kept %v, the client up to %v after its registration", got, latestOldUse)
+	}
+	if r.termsTTL(0) != 0 {
+		t.Errorf("the terms of a client kept for ever are not")
+	}
+}

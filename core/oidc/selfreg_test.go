@@ -226,7 +226,7 @@ func TestRegistrationLapses(t *testing.T) {
 			return err
 		}
 		rec.ExpiresAt = h.clock.Now()
-		return writeClient(txn, rec, 0)
+		return h.svc.clients.writeClient(txn, rec, 0)
 	})
 	if err != nil {
 		t.Fatal(err)
