@@ -37,6 +37,8 @@ type clientBody struct {
 	// PostLogoutRedirectURIs ([] clears them) and IDTokenAlg ("" is RS256).
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
 	IDTokenAlg             *string  `json:"id_token_signed_response_alg"`
+	// BackchannelLogoutURI ("" removes it): OpenID Connect Back-Channel Logout.
+	BackchannelLogoutURI *string `json:"backchannel_logout_uri"`
 	// AccessTokenAudience: base_url ("" too), client_id or both.
 	AccessTokenAudience *string `json:"access_token_audience"`
 	// Public (create only): no secret, PKCE required. AllowedOrigins: CORS origins
@@ -48,13 +50,13 @@ type clientBody struct {
 // empty reports whether b names no field (null is none).
 func (b *clientBody) empty() bool {
 	return b.Name == nil && b.RedirectURIs == nil && b.Sector == nil && b.PostLogoutRedirectURIs == nil &&
-		b.IDTokenAlg == nil && b.AccessTokenAudience == nil && b.Public == nil && b.AllowedOrigins == nil
+		b.IDTokenAlg == nil && b.BackchannelLogoutURI == nil && b.AccessTokenAudience == nil && b.Public == nil && b.AllowedOrigins == nil
 }
 
 func (b *clientBody) spec() oidc.ClientSpec {
 	return oidc.ClientSpec{Name: b.Name, RedirectURIs: b.RedirectURIs, Sector: b.Sector,
 		PostLogoutRedirectURIs: b.PostLogoutRedirectURIs, IDTokenAlg: b.IDTokenAlg, AccessTokenAudience: b.AccessTokenAudience,
-		Public: b.Public != nil && *b.Public, AllowedOrigins: b.AllowedOrigins}
+		BackchannelLogoutURI: b.BackchannelLogoutURI, Public: b.Public != nil && *b.Public, AllowedOrigins: b.AllowedOrigins}
 }
 
 // clientWithSecret is a client with the secret just issued (shown once).

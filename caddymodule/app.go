@@ -27,6 +27,7 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 	"github.com/palmgate/palmgate/core/palm"
 	"github.com/palmgate/palmgate/edge"
+	"github.com/palmgate/palmgate/edge/backchannel"
 	"github.com/palmgate/palmgate/internal/brand"
 	"github.com/palmgate/palmgate/storage"
 )
@@ -184,8 +185,10 @@ type App struct {
 	logger   *zap.Logger
 	events   event.Sink // counts events and writes the audit log (metrics.go)
 
-	ctx       caddy.Context // of this config generation, for the work Start starts
-	stopWatch func()        // ends the key watcher and maintenance Start started and waits for them
+	ctx caddy.Context // of this config generation, for the work Start starts
+	// backchannel delivers logout tokens (backchannel.go).
+	backchannel *backchannel.Sender
+	stopWatch   func() // ends the key watcher and maintenance Start started and waits for them
 
 	resources *bearer.Resources // Resources and the bearer blocks' (resources.go)
 }
@@ -244,6 +247,13 @@ type Client struct {
 	// PostLogoutRedirectURIs are where an RP-initiated logout (/oauth2/logout) may
 	// send the browser back, matched exactly; another is refused with a 400 page.
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris,omitempty"`
+	// BackchannelLogoutURI is where palmgate POSTs a logout token (OpenID Connect
+	// Back-Channel Logout 1.0) when it ends one of the client's logins otherwise
+	// than by the client's own token revocation: an RP-initiated logout, the
+	// operator ending the person with revoke=grants, a refresh token or code used
+	// twice. An absolute http or https URL without a fragment; http on any host
+	// (the operator's client may be an intranet application).
+	BackchannelLogoutURI string `json:"backchannel_logout_uri,omitempty"`
 	// IDTokenSignedResponseAlg is the algorithm of the client's ID tokens: RS256
 	// (the default, OpenID Connect's mandatory one), ES256 or EdDSA (Ed25519), which
 	// are much cheaper to sign. Access tokens are ES256 whatever it is.
@@ -338,6 +348,9 @@ func (a *App) Provision(ctx caddy.Context) error {
 		Registration: a.registrationConfig(), ClientMetadata: a.clientMetadata(),
 		Resources: a.resources,
 		Agents:    a.agents,
+		// A nil *Sender in the interface would not be nil: the field is set only
+		// once the sender exists.
+		BackchannelLogout: a.newBackchannel(),
 	})
 	if err != nil {
 		return err
@@ -493,7 +506,7 @@ func (a *App) oidcClients() []oidc.Client {
 	clients := make([]oidc.Client, len(a.Clients))
 	for i, c := range a.Clients {
 		clients[i] = oidc.Client{ID: c.ID, Secret: c.Secret, SecretHash: c.SecretHash, RedirectURIs: c.RedirectURIs, Name: c.Name, Sector: c.Sector,
-			Scopes: c.Scopes, Resources: c.Resources, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs,
+			Scopes: c.Scopes, Resources: c.Resources, PostLogoutRedirectURIs: c.PostLogoutRedirectURIs, BackchannelLogoutURI: c.BackchannelLogoutURI,
 			IDTokenAlg: c.IDTokenSignedResponseAlg, AccessTokenAudience: c.AccessTokenAudience, Public: c.Public, AllowedOrigins: c.AllowedOrigins}
 	}
 	return clients
@@ -535,6 +548,7 @@ func (a *App) Start() error {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.keys.Watch(ctx, keys.ReloadInterval) })
 	wg.Go(func() { a.keyMaintenance(ctx) })
+	a.backchannel.Start()
 	a.stopWatch = func() { cancel(); wg.Wait() }
 	a.logger.Info("palmgate started", zap.String("version", Version()), zap.String("issuer", a.Issuer))
 	a.warnDevExposure()
@@ -549,11 +563,17 @@ func (a *App) Stop() error {
 		a.stopWatch()
 		a.stopWatch = nil
 	}
+	if a.backchannel != nil {
+		a.backchannel.Close()
+	}
 	return nil
 }
 
 // Cleanup releases the store (closed when no config generation uses it any more).
 func (a *App) Cleanup() error {
+	if a.backchannel != nil {
+		a.backchannel.Close() // a config provisioned, never started
+	}
 	if a.storeKey == "" {
 		return nil
 	}

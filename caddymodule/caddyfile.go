@@ -54,6 +54,7 @@ func parseGlobalOption(d *caddyfile.Dispenser, existing any) (any, error) {
 //			allowed_origins <origin> [<origin>...]
 //			redirect_uri <uri> [<uri>...]
 //			post_logout_redirect_uri <uri> [<uri>...]
+//			backchannel_logout_uri <url>
 //			name <display name>
 //			sector <id>
 //			scopes <scope> [<scope>...]
@@ -402,6 +403,13 @@ func parseClient(d *caddyfile.Dispenser) (Client, error) {
 				return c, d.Errf("client %s: post_logout_redirect_uri needs at least one URI", c.ID)
 			}
 			c.PostLogoutRedirectURIs = append(c.PostLogoutRedirectURIs, uris...)
+		case "backchannel_logout_uri":
+			if err := singleArg(d, &c.BackchannelLogoutURI); err != nil {
+				return c, err
+			}
+			if err := oidc.CheckBackchannelLogoutURI(c.BackchannelLogoutURI, true); err != nil {
+				return c, d.Errf("client %s: %v", c.ID, err)
+			}
 		case "name":
 			if err := singleArg(d, &c.Name); err != nil {
 				return c, err

@@ -36,7 +36,7 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 		client.AddCommand(c)
 		return c
 	}
-	add := common(&cobra.Command{Use: "add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg RS256|ES256|EdDSA] [--public] [--allowed-origin <origin>...]",
+	add := common(&cobra.Command{Use: "add --name <name> --redirect-uri <uri> [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--backchannel-logout-uri <url>] [--id-token-alg RS256|ES256|EdDSA] [--public] [--allowed-origin <origin>...]",
 		Short: "Creates a client and prints its client_id and client_secret (shown once; a --public client has none)", Args: cobra.NoArgs})
 	add.Flags().Bool("public", false, "A public client (browser or native app): no secret, PKCE S256 required")
 	add.Flags().String("name", "", "Display name, shown on the login page")
@@ -45,8 +45,8 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 	logoutFlags(add)
 	common(&cobra.Command{Use: "list", Short: "Lists the clients", Args: cobra.NoArgs})
 	common(&cobra.Command{Use: "show <client_id>", Short: "Shows a client", Args: cobra.ExactArgs(1)})
-	update := common(&cobra.Command{Use: "update <client_id> [--name <name>] [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--id-token-alg <alg>] [--access-token-audience <aud>] [--allowed-origin <origin>...]",
-		Short: "Changes a client's name, redirect URIs (all replaced), sector, post-logout redirect URIs (all replaced; \"\" clears them), ID token algorithm, access token audience or allowed origins; at least one", Args: cobra.ExactArgs(1)})
+	update := common(&cobra.Command{Use: "update <client_id> [--name <name>] [--redirect-uri <uri>...] [--sector <id>] [--post-logout-redirect-uri <uri>...] [--backchannel-logout-uri <url>] [--id-token-alg <alg>] [--access-token-audience <aud>] [--allowed-origin <origin>...]",
+		Short: "Changes a client's name, redirect URIs (all replaced), sector, post-logout redirect URIs (all replaced; \"\" clears them), back-channel logout URI (\"\" removes it), ID token algorithm, access token audience or allowed origins; at least one", Args: cobra.ExactArgs(1)})
 	update.Flags().String("name", "", "New display name")
 	update.Flags().StringArray("redirect-uri", nil, "The new redirect URIs (repeatable; replace all)")
 	update.Flags().String("sector", "", "New pairwise sector")
@@ -62,6 +62,7 @@ or --config and --adapter to find it, and --json to print JSON instead of a tabl
 // and of the access token's audience.
 func logoutFlags(c *cobra.Command) {
 	c.Flags().StringArray("post-logout-redirect-uri", nil, "Where /oauth2/logout may send the browser back (repeatable; replace all)")
+	c.Flags().String("backchannel-logout-uri", "", "Where palmgate POSTs a logout token when it ends one of the client's logins (OpenID Connect Back-Channel Logout; \"\" removes it)")
 	c.Flags().String("id-token-alg", "", "The ID tokens' signing algorithm (id_token_signed_response_alg): RS256 (default), ES256 or EdDSA")
 	c.Flags().String("access-token-audience", "", "The access tokens' aud without a resource: base_url (default), client_id or both")
 	c.Flags().StringArray("allowed-origin", nil, "An origin whose browser pages may call the token endpoint for it (CORS; repeatable; replace all; \"\" clears them)")
@@ -77,6 +78,9 @@ func logoutBody(fs caddycmd.Flags, body map[string]any) {
 			}
 		}
 		body["post_logout_redirect_uris"] = append([]string{}, uris...)
+	}
+	if fs.Changed("backchannel-logout-uri") {
+		body["backchannel_logout_uri"] = fs.String("backchannel-logout-uri")
 	}
 	if fs.Changed("id-token-alg") {
 		body["id_token_signed_response_alg"] = fs.String("id-token-alg")
@@ -129,7 +133,7 @@ func runClientCommand(name string, fs caddycmd.Flags) (int, error) {
 		}
 		logoutBody(fs, body)
 		if len(body) == 0 {
-			return caddy.ExitCodeFailedStartup, fmt.Errorf("nothing to change: give at least one of --name, --redirect-uri, --sector, --post-logout-redirect-uri, --id-token-alg, --access-token-audience or --allowed-origin")
+			return caddy.ExitCodeFailedStartup, fmt.Errorf("nothing to change: give at least one of --name, --redirect-uri, --sector, --post-logout-redirect-uri, --backchannel-logout-uri, --id-token-alg, --access-token-audience or --allowed-origin")
 		}
 	case "rotate-secret":
 		if _, err := caddy.ParseDuration(fs.String("grace")); err != nil {
@@ -184,6 +188,7 @@ type adminClient struct {
 	UpdatedAt      string   `json:"updated_at"`
 	PostLogout     []string `json:"post_logout_redirect_uris"`
 	IDTokenAlg     string   `json:"id_token_signed_response_alg"`
+	Backchannel    string   `json:"backchannel_logout_uri"`
 	AccessAud      string   `json:"access_token_audience"`
 	AuthMethod     string   `json:"token_endpoint_auth_method"`
 	Origins        []string `json:"allowed_origins"`
@@ -223,6 +228,7 @@ func printClients(out []byte, list bool) (int, error) {
 	fmt.Fprintf(tw, "redirect_uris\t%s\n", strings.Join(c.RedirectURIs, " "))
 	fmt.Fprintf(tw, "sector\t%s\n", c.Sector)
 	fmt.Fprintf(tw, "post_logout_redirect_uris\t%s\n", strings.Join(c.PostLogout, " "))
+	fmt.Fprintf(tw, "backchannel_logout_uri\t%s\n", c.Backchannel)
 	fmt.Fprintf(tw, "id_token_signed_response_alg\t%s\n", c.IDTokenAlg)
 	fmt.Fprintf(tw, "access_token_audience\t%s\n", c.AccessAud)
 	fmt.Fprintf(tw, "token_endpoint_auth_method\t%s\n", c.AuthMethod)

@@ -67,6 +67,8 @@ var metrics struct {
 	once       sync.Once
 	collectors []prometheus.Collector
 	counter    [event.NumKinds][event.NumOutcomes]prometheus.Counter
+	// backchannel counts back-channel logouts by outcome (backchannel.go).
+	backchannel *prometheus.CounterVec
 }
 
 func initMetrics() {
@@ -99,6 +101,8 @@ func initMetrics() {
 				metrics.counter[k][o] = c
 			}
 		}
+		metrics.backchannel = newBackchannelCounter()
+		metrics.collectors = append(metrics.collectors, metrics.backchannel)
 	})
 }
 

@@ -48,6 +48,11 @@ func CheckClients(clients []Client, dev bool) error {
 				return fmt.Errorf("client %s: %w", c.ID, err)
 			}
 		}
+		if c.BackchannelLogoutURI != "" {
+			if err := CheckBackchannelLogoutURI(c.BackchannelLogoutURI, true); err != nil {
+				return fmt.Errorf("client %s: %w", c.ID, err)
+			}
+		}
 		for _, sc := range c.Scopes {
 			if !ValidScope(sc) {
 				return fmt.Errorf("client %s: scopes: %q is not a scope token", c.ID, sc)

@@ -33,6 +33,9 @@ type Client struct {
 	// PostLogoutRedirectURIs are where an RP-initiated logout may send the browser
 	// back (exact match).
 	PostLogoutRedirectURIs []string
+	// BackchannelLogoutURI is where palmgate POSTs a logout token when it ends one
+	// of the client's logins (OpenID Connect Back-Channel Logout 1.0; backchannel.go).
+	BackchannelLogoutURI string
 	// IDTokenAlg is the algorithm of the client's ID tokens (OIDC Dynamic Client
 	// Registration's id_token_signed_response_alg): one of IDTokenAlgs; "" means
 	// RS256.
@@ -80,6 +83,8 @@ type client struct {
 	loopbackAnyPort bool
 	// postLogoutRedirectURIs: see Client.PostLogoutRedirectURIs.
 	postLogoutRedirectURIs []string
+	// backchannelLogoutURI: see Client.BackchannelLogoutURI.
+	backchannelLogoutURI string
 	// idTokenAlg signs its ID tokens (IDTokenAlgs).
 	idTokenAlg string
 	// accessTokenAudience: see Client.AccessTokenAudience (never "").
@@ -168,6 +173,7 @@ func newClients(ctx context.Context, cfg Config, now func() time.Time) (*Clients
 			redirectURIs: slices.Clone(cl.RedirectURIs),
 			scopes:       slices.Clone(scopes), resources: slices.Clone(cl.Resources),
 			postLogoutRedirectURIs: slices.Clone(cl.PostLogoutRedirectURIs),
+			backchannelLogoutURI:   cl.BackchannelLogoutURI,
 			idTokenAlg:             orDefault(cl.IDTokenAlg, keys.RS256),
 			accessTokenAudience:    orDefault(cl.AccessTokenAudience, AudienceBaseURL),
 			public:                 cl.Public,

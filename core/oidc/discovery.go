@@ -10,6 +10,8 @@ import (
 type Discovery struct {
 	ACRValuesSupported                         []string `json:"acr_values_supported"`
 	AuthorizationEndpoint                      string   `json:"authorization_endpoint"`
+	BackchannelLogoutSessionSupported          bool     `json:"backchannel_logout_session_supported"` // backchannel.go: every logout token has sid
+	BackchannelLogoutSupported                 bool     `json:"backchannel_logout_supported"`
 	AuthorizationResponseISSParameterSupported bool     `json:"authorization_response_iss_parameter_supported"` // RFC 9207: iss on every authorization response
 	ClaimsParameterSupported                   bool     `json:"claims_parameter_supported"`
 	ClaimsSupported                            []string `json:"claims_supported"`
@@ -74,6 +76,8 @@ func (s *Service) Discovery() *Discovery {
 		EndSessionEndpoint:                         iss + "/logout",
 		AuthorizationResponseISSParameterSupported: true,
 		ClaimsParameterSupported:                   false,
+		BackchannelLogoutSupported:                 true,
+		BackchannelLogoutSessionSupported:          true,
 		ClientIDMetadataDocumentSupported:          s.clients.metadata != nil,
 	}
 	if s.clients.reg.Open {

@@ -145,6 +145,7 @@ func (s *Service) EndHuman(ctx context.Context, humanID string, opts EndHumanOpt
 		return HumanEnded{}, fmt.Errorf("ending the sessions of a person: %w", err)
 	}
 	s.committed(done...)
+	s.notifyEnded(ctx, done...)
 	if opts.Revoke {
 		// A code redeemed, or a login answered, between the listing and the commit
 		// started a grant the listing did not see; once the sessions and codes are
@@ -183,6 +184,7 @@ func (s *Service) endHumanLate(ctx context.Context, humanID string) (grants, cod
 		return 0, 0, err
 	}
 	s.committed(done...)
+	s.notifyEnded(ctx, done...)
 	return len(ids), codes, nil
 }
 

@@ -164,6 +164,7 @@ func (s *Service) revokeLogin(ctx context.Context, id string) (live bool, err er
 		return false, err
 	}
 	s.committed(done)
+	s.notifyEnded(ctx, done)
 	return live, nil
 }
 

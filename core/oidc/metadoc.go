@@ -59,6 +59,8 @@ type metadataDocument struct {
 	ResponseTypes           []string `json:"response_types"`
 	ClientSecret            *string  `json:"client_secret"`
 	PostLogoutRedirectURIs  []string `json:"post_logout_redirect_uris"`
+	// BackchannelLogoutURI: as a self-registered client's (selfreg.go).
+	BackchannelLogoutURI string `json:"backchannel_logout_uri"`
 }
 
 // metaErr is the refusal of a metadata client: invalid_request (the client_id
@@ -169,6 +171,11 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 	if err := r.validateSpec(&spec); err != nil {
 		return nil, metaErr(id, "its client metadata document: %s", err.Error())
 	}
+	if doc.BackchannelLogoutURI != "" {
+		if err := CheckBackchannelLogoutURI(doc.BackchannelLogoutURI, false); err != nil {
+			return nil, metaErr(id, "its client metadata document: %s", err.Error())
+		}
+	}
 	return &client{
 		id: id, name: *spec.Name, sector: id, redirectURIs: spec.RedirectURIs,
 		scopes: DefaultScopes, dynamic: true, selfRegistered: true, notice: MetadataNotice(u.Host),
@@ -176,5 +183,6 @@ func (r *Clients) metadataClient(ctx context.Context, id string) (*client, error
 		public: true, loopbackAnyPort: true,
 		origins:    originsOf(true, nil, spec.RedirectURIs), // a public client's: its redirect URIs'
 		grantTypes: grants, anonymous: true, postLogoutRedirectURIs: spec.PostLogoutRedirectURIs,
+		backchannelLogoutURI: doc.BackchannelLogoutURI,
 	}, nil
 }

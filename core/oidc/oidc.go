@@ -81,6 +81,9 @@ type Config struct {
 	// tokens for (RFC 8707): those the palmgate_bearer sites protect and the
 	// operator's list (issue 23); nil: none.
 	Resources *bearer.Resources
+	// BackchannelLogout delivers the logout tokens of OpenID Connect Back-Channel
+	// Logout (backchannel.go); nil sends none.
+	BackchannelLogout LogoutSender
 }
 
 // Service is the OpenID Connect provider.
@@ -105,6 +108,7 @@ type Service struct {
 	events         event.Sink
 	resources      *bearer.Resources
 	agents         Agents
+	logoutSender   LogoutSender
 }
 
 // NewService builds the provider and registers its palm challenge outcome.
@@ -133,6 +137,7 @@ func NewService(ctx context.Context, cfg Config) (*Service, error) {
 		events:        cfg.Events,
 		resources:     cfg.Resources,
 		agents:        cfg.Agents,
+		logoutSender:  cfg.BackchannelLogout,
 	}
 	cl.deleted = s.clientDeleted
 	if s.revocations, err = newRevocations(ctx, cfg.Store, now); err != nil {

@@ -83,6 +83,8 @@ type clientRecord struct {
 	// PostLogoutRedirectURIs and IDTokenAlg: see Client ("" is RS256).
 	PostLogoutRedirectURIs []string `json:"postLogoutRedirectUris,omitempty"`
 	IDTokenAlg             string   `json:"idTokenAlg,omitempty"`
+	// BackchannelLogoutURI: see Client (backchannel.go).
+	BackchannelLogoutURI string `json:"backchannelLogoutUri,omitempty"`
 	// AccessTokenAudience: see Client ("" is AudienceBaseURL).
 	AccessTokenAudience string `json:"accessTokenAudience,omitempty"`
 	// Public and AllowedOrigins: see Client (a public client has no Secrets).
@@ -122,6 +124,10 @@ type ClientInfo struct {
 	Secrets []SecretInfo `json:"secrets,omitempty"`
 	// PostLogoutRedirectURIs are where RP-initiated logout may send the browser back.
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
+	// BackchannelLogoutURI is where palmgate POSTs a logout token when it ends one
+	// of the client's logins (OpenID Connect Back-Channel Logout 1.0); every
+	// token carries sid (backchannel_logout_session_required is always honoured).
+	BackchannelLogoutURI string `json:"backchannel_logout_uri,omitempty"`
 	// IDTokenAlg signs the client's ID tokens (one of IDTokenAlgs).
 	IDTokenAlg string `json:"id_token_signed_response_alg"`
 	// AccessTokenAudience is the aud of its access tokens without a resource (one
@@ -160,6 +166,10 @@ type ClientSpec struct {
 	// unchanged; "": RS256), as the Caddyfile's options of the same names.
 	PostLogoutRedirectURIs []string
 	IDTokenAlg             *string
+	// BackchannelLogoutURI (nil: unchanged; "": none): see Client. The
+	// operator's clients may use http on any host; a developer's or a
+	// self-registered one's need https, or http on a loopback host.
+	BackchannelLogoutURI *string
 	// AccessTokenAudience (nil: unchanged; "": AudienceBaseURL).
 	AccessTokenAudience *string
 	// Public (create only): a client with no secret, PKCE required (public.go).
@@ -174,6 +184,7 @@ func (r *clientRecord) info(now time.Time) *ClientInfo {
 	ci := &ClientInfo{ID: r.ID, Name: r.Name, RedirectURIs: slices.Clone(r.RedirectURIs), Sector: r.Sector, Owner: r.Owner,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		PostLogoutRedirectURIs: orEmpty(r.PostLogoutRedirectURIs), IDTokenAlg: orDefault(r.IDTokenAlg, keys.RS256),
+		BackchannelLogoutURI:    r.BackchannelLogoutURI,
 		AccessTokenAudience:     orDefault(r.AccessTokenAudience, AudienceBaseURL),
 		TokenEndpointAuthMethod: orDefault(r.AuthMethod, authMethod(r.Public)), AllowedOrigins: orEmpty(r.origins()),
 		SelfRegistered: r.SelfRegistered, ExpiresAt: r.ExpiresAt, GrantTypes: slices.Clone(r.GrantTypes)}
@@ -231,8 +242,9 @@ func (r *Clients) dynamicClient(rec *clientRecord) *client {
 		loopbackAnyPort: rec.SelfRegistered || rec.Public,
 		scopes:          DefaultScopes, dynamicMACs: macs, dynamic: true, selfRegistered: notice != "",
 		postLogoutRedirectURIs: rec.PostLogoutRedirectURIs, idTokenAlg: orDefault(rec.IDTokenAlg, keys.RS256),
-		accessTokenAudience: orDefault(rec.AccessTokenAudience, AudienceBaseURL),
-		public:              rec.Public, origins: rec.origins(),
+		backchannelLogoutURI: rec.BackchannelLogoutURI,
+		accessTokenAudience:  orDefault(rec.AccessTokenAudience, AudienceBaseURL),
+		public:               rec.Public, origins: rec.origins(),
 		grantTypes: rec.GrantTypes, anonymous: rec.SelfRegistered, authMethod: rec.AuthMethod,
 	}
 }
@@ -337,6 +349,7 @@ func (r *Clients) Get(ctx context.Context, id string) (*ClientInfo, error) {
 func (cl *client) info() *ClientInfo {
 	return &ClientInfo{ID: cl.id, Name: cl.name, RedirectURIs: slices.Clone(cl.redirectURIs), Sector: cl.sector, Static: true,
 		PostLogoutRedirectURIs: orEmpty(cl.postLogoutRedirectURIs), IDTokenAlg: orDefault(cl.idTokenAlg, keys.RS256),
+		BackchannelLogoutURI:    cl.backchannelLogoutURI,
 		AccessTokenAudience:     cl.accessTokenAudience,
 		TokenEndpointAuthMethod: authMethod(cl.public), AllowedOrigins: orEmpty(cl.origins)}
 }

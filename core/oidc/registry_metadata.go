@@ -43,6 +43,17 @@ func (r *Clients) validateLogoutAndAlg(spec *ClientSpec) error {
 		}
 		spec.IDTokenAlg = &alg
 	}
+	if spec.BackchannelLogoutURI != nil {
+		// The syntax here; https for a developer's or self-registered client in
+		// create and Update (checkBackchannelOwner), which know whose it is.
+		u := strings.TrimSpace(*spec.BackchannelLogoutURI)
+		if u != "" {
+			if err := CheckBackchannelLogoutURI(u, true); err != nil {
+				return err
+			}
+		}
+		spec.BackchannelLogoutURI = &u
+	}
 	if spec.AccessTokenAudience != nil {
 		aud := strings.TrimSpace(*spec.AccessTokenAudience)
 		if aud != "" && !slices.Contains(AccessTokenAudiences, aud) {

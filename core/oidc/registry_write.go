@@ -34,6 +34,11 @@ func (r *Clients) create(ctx context.Context, spec ClientSpec, sr *selfReg) (*Cl
 	if err := checkPrivateUseOwner(spec.Public, spec.RedirectURIs, spec.PostLogoutRedirectURIs); err != nil {
 		return nil, "", err
 	}
+	if spec.BackchannelLogoutURI != nil {
+		if err := CheckBackchannelLogoutURI(*spec.BackchannelLogoutURI, spec.Owner == "" && sr == nil); *spec.BackchannelLogoutURI != "" && err != nil {
+			return nil, "", err
+		}
+	}
 	idBytes := make([]byte, 16)
 	if _, err := rand.Read(idBytes); err != nil {
 		return nil, "", err
@@ -57,6 +62,9 @@ func (r *Clients) create(ctx context.Context, spec ClientSpec, sr *selfReg) (*Cl
 	}
 	if spec.IDTokenAlg != nil && *spec.IDTokenAlg != "" {
 		rec.IDTokenAlg = *spec.IDTokenAlg
+	}
+	if spec.BackchannelLogoutURI != nil {
+		rec.BackchannelLogoutURI = *spec.BackchannelLogoutURI
 	}
 	if spec.AccessTokenAudience != nil && *spec.AccessTokenAudience != AudienceBaseURL {
 		rec.AccessTokenAudience = *spec.AccessTokenAudience
@@ -166,6 +174,16 @@ func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec)
 		if spec.IDTokenAlg != nil {
 			rec.IDTokenAlg = orDefault(*spec.IDTokenAlg, keys.RS256)
 		}
+		if spec.BackchannelLogoutURI != nil && *spec.BackchannelLogoutURI != rec.BackchannelLogoutURI {
+			// https for a developer's or a self-registered client (an SSRF surface
+			// reached from the internet: backchannel.go).
+			if u := *spec.BackchannelLogoutURI; u != "" {
+				if err := CheckBackchannelLogoutURI(u, rec.Owner == "" && !rec.SelfRegistered); err != nil {
+					return err
+				}
+			}
+			rec.BackchannelLogoutURI = *spec.BackchannelLogoutURI
+		}
 		if spec.AccessTokenAudience != nil {
 			rec.AccessTokenAudience = *spec.AccessTokenAudience
 		}
@@ -192,6 +210,7 @@ func (r *Clients) Update(ctx context.Context, id, owner string, spec ClientSpec)
 func sameClientSettings(a, b *clientRecord) bool {
 	return a.Name == b.Name && slices.Equal(a.RedirectURIs, b.RedirectURIs) && a.Sector == b.Sector &&
 		slices.Equal(a.PostLogoutRedirectURIs, b.PostLogoutRedirectURIs) && a.IDTokenAlg == b.IDTokenAlg &&
+		a.BackchannelLogoutURI == b.BackchannelLogoutURI &&
 		orDefault(a.AccessTokenAudience, AudienceBaseURL) == orDefault(b.AccessTokenAudience, AudienceBaseURL) && slices.Equal(a.AllowedOrigins, b.AllowedOrigins)
 }
 

@@ -81,6 +81,13 @@ type RegistrationRequest struct {
 	// validated as redirect_uris are; a logout without id_token_hint does not go
 	// there unseen (Logout.Confirm).
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
+	// BackchannelLogoutURI (OpenID Connect Back-Channel Logout 1.0 2.2): https,
+	// or http on a loopback host; its address must be a public one unless the
+	// operator allowed private ones (edge/backchannel). Every logout token
+	// carries sid, so backchannel_logout_session_required is honoured whatever it
+	// says.
+	BackchannelLogoutURI             string `json:"backchannel_logout_uri"`
+	BackchannelLogoutSessionRequired *bool  `json:"backchannel_logout_session_required"`
 }
 
 // Registered is the RFC 7591 3.2.1 answer.
@@ -95,6 +102,9 @@ type Registered struct {
 	GrantTypes              []string `json:"grant_types"`
 	ResponseTypes           []string `json:"response_types"`
 	PostLogoutRedirectURIs  []string `json:"post_logout_redirect_uris,omitempty"`
+	// BackchannelLogoutURI and, with it, BackchannelLogoutSessionRequired (true).
+	BackchannelLogoutURI             string `json:"backchannel_logout_uri,omitempty"`
+	BackchannelLogoutSessionRequired bool   `json:"backchannel_logout_session_required,omitempty"`
 }
 
 // RegistrationOpen reports whether RFC 7591 registration is on (discovery's
@@ -166,6 +176,12 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 		}
 		logouts = l.PostLogoutRedirectURIs
 	}
+	backchannel := strings.TrimSpace(req.BackchannelLogoutURI)
+	if backchannel != "" {
+		if err := CheckBackchannelLogoutURI(backchannel, false); err != nil {
+			return nil, regError(ErrInvalidClientMetadata, "%s", err.Error())
+		}
+	}
 	name := req.ClientName
 	if name == "" {
 		u, _ := url.Parse(uris.RedirectURIs[0])
@@ -173,7 +189,8 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 			name = u.Scheme // a private-use scheme's com.example.app:/cb has no host
 		}
 	}
-	spec := ClientSpec{Name: &name, RedirectURIs: uris.RedirectURIs, Public: method == TokenAuthMethodNone, PostLogoutRedirectURIs: logouts}
+	spec := ClientSpec{Name: &name, RedirectURIs: uris.RedirectURIs, Public: method == TokenAuthMethodNone, PostLogoutRedirectURIs: logouts,
+		BackchannelLogoutURI: &backchannel}
 	if err := r.validateSpec(&spec); err != nil {
 		return nil, regError(ErrInvalidClientMetadata, "client_name: %s", err.Error())
 	}
@@ -194,6 +211,7 @@ func (r *Clients) register(ctx context.Context, req RegistrationRequest, address
 		ClientID: info.ID, ClientIDIssuedAt: info.CreatedAt.Unix(), ClientName: info.Name,
 		RedirectURIs: info.RedirectURIs, TokenEndpointAuthMethod: method, GrantTypes: grants, ResponseTypes: responses,
 		PostLogoutRedirectURIs: logouts,
+		BackchannelLogoutURI:   backchannel, BackchannelLogoutSessionRequired: backchannel != "",
 	}
 	if secret != "" {
 		// The secret works as long as the registration: it lapses at ExpiresAt

@@ -291,6 +291,7 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 	}
 	if reused {
 		s.committed(revoked)
+		s.notifyEnded(ctx, revoked)
 		s.events.Emit(ctx, event.Event{Kind: event.CodeReused, Outcome: event.Revoked, ClientID: clientID, HumanID: rec.HumanID})
 		return nil, oauthError(ErrInvalidGrant, "the code was already used; the tokens issued from it are revoked")
 	}
@@ -349,6 +350,8 @@ func errGrantGone() error {
 type revocation struct {
 	grantID string
 	until   time.Time
+	// ended: the grant was live until this revocation (notifyEnded).
+	ended *ended
 }
 
 // revokeGrant marks a grant revoked: its refresh tokens and access tokens stop
@@ -358,11 +361,15 @@ type revocation struct {
 func (s *Service) revokeGrant(txn storage.Txn, id string) (revocation, error) {
 	g, err := getGrant(txn, id)
 	var oe *fault.Error
+	var live *ended
 	switch {
 	case errors.As(err, &oe): // expired from the store: only its access tokens may live
 	case err != nil:
 		return revocation{}, err
 	default:
+		if !g.Revoked {
+			live = &ended{clientID: g.ClientID, humanID: g.HumanID}
+		}
 		g.Revoked, g.RefreshJTI = true, ""
 		if err := s.putGrant(txn, id, g, 0); err != nil {
 			return revocation{}, err
@@ -373,7 +380,7 @@ func (s *Service) revokeGrant(txn storage.Txn, id string) (revocation, error) {
 	if err := putRevoked(txn, id, until, s.now()); err != nil {
 		return revocation{}, err
 	}
-	return revocation{grantID: id, until: until}, nil
+	return revocation{grantID: id, until: until, ended: live}, nil
 }
 
 // revoke revokes grants ids in one transaction and, once it has committed, adds
@@ -527,6 +534,7 @@ func (s *Service) refresh(ctx context.Context, c *caller, refreshToken, scope st
 	}
 	if reused {
 		s.committed(revoked)
+		s.notifyEnded(ctx, revoked)
 		s.events.Emit(ctx, event.Event{Kind: event.RefreshReused, Outcome: event.Revoked, ClientID: clientID, HumanID: g.HumanID})
 		return nil, oauthError(ErrInvalidGrant, "the refresh token was already used; its family is revoked")
 	}

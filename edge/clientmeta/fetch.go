@@ -154,15 +154,26 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 // dial resolves the host, checks each address and connects to the first one
 // allowed; the connection goes to that checked address, not to a new lookup.
 func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return DialChecked(ctx, f.cfg.Resolver, f.cfg.AllowPrivate, network, addr)
+}
+
+// DialChecked resolves addr's host with resolver, checks each address (Blocked,
+// unless allowPrivate) and connects to the first one allowed: the connection
+// goes to that checked address, not to a new lookup. The back-channel logout
+// sender dials a self-registered client's URI with it.
+func DialChecked(ctx context.Context, resolver Resolver, allowPrivate bool, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
+	}
+	if resolver == nil {
+		resolver = net.DefaultResolver
 	}
 	var addrs []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{ip}
 	} else {
-		ips, err := f.cfg.Resolver.LookupNetIP(ctx, "ip", host)
+		ips, err := resolver.LookupNetIP(ctx, "ip", host)
 		if err != nil {
 			return nil, fmt.Errorf("resolving %s: %w", host, err)
 		}
@@ -171,7 +182,7 @@ func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, err
 	var d net.Dialer
 	var lastErr error
 	for _, ip := range addrs {
-		if !f.cfg.AllowPrivate && Blocked(ip) {
+		if !allowPrivate && Blocked(ip) {
 			lastErr = fmt.Errorf("%s resolves to %s, a private, loopback or otherwise non-public address", host, ip.Unmap())
 			continue
 		}

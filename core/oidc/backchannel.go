@@ -1,0 +1,127 @@
+package oidc
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+
+	"github.com/palmgate/palmgate/core/keys"
+)
+
+// OpenID Connect Back-Channel Logout 1.0: when palmgate ends a login (a grant)
+// of a client that registered a backchannel_logout_uri, for any reason but that
+// client's own token revocation request (RFC 7009: it knows) or its deletion (it
+// is gone), it signs a logout token and hands it to the LogoutSender, which POSTs
+// it to the URI (edge/backchannel). The ends that notify: an RP-initiated logout
+// with an id_token_hint (the initiating client is notified too: section 2.7
+// allows it, and a relying party whose front end started the logout on another
+// tab or instance learns of it the same way), the end of a person with
+// revoke=grants (EndHuman), a refresh token or code used twice (the family is
+// revoked). Each grant ended by a call is notified once, after its transaction
+// committed, and only when it was live until then (a grant revoked before is
+// not notified again). Every token carries `sid` (backchannel_logout_session_required
+// is always honoured): the grant id, the `sid` of the client's ID tokens.
+
+// TypeLogoutToken is the `typ` header of a logout token (BCL 2.4, RFC 8417 2.3).
+const TypeLogoutToken = "logout+jwt"
+
+// BackchannelLogoutEvent is the event member of a logout token's events claim.
+const BackchannelLogoutEvent = "http://schemas.openid.net/event/backchannel-logout"
+
+// LogoutTokenTTL is how long a logout token is valid (its exp after iat).
+const LogoutTokenTTL = 2 * time.Minute
+
+// BackchannelLogout is one logout token to deliver.
+type BackchannelLogout struct {
+	// ClientID is the client it is for (its aud), for logs and metrics.
+	ClientID string
+	// URI is the client's backchannel_logout_uri.
+	URI string
+	// Token is the signed logout token: never to be logged.
+	Token string
+	// Restricted: the URI is a self-registered or metadata-document client's,
+	// not the operator's: the sender refuses private and loopback addresses
+	// (unless the operator allowed them for metadata documents).
+	Restricted bool
+}
+
+// LogoutSender delivers logout tokens (edge/backchannel). Send must not block:
+// it queues, or drops when its queue is full.
+type LogoutSender interface {
+	Send(BackchannelLogout)
+}
+
+// LogoutClaims are the claims of a logout token (BCL 2.4): no nonce.
+type LogoutClaims struct {
+	jwt.RegisteredClaims
+	SID    string                    `json:"sid"`
+	Events map[string]map[string]any `json:"events"`
+}
+
+// ended is a live grant a transaction ended: the client to notify and the person.
+type ended struct {
+	clientID, humanID string
+}
+
+// notifyEnded sends a logout token for each of rs that ended a live grant of a
+// client with a backchannel_logout_uri. It runs after rs's transaction committed.
+func (s *Service) notifyEnded(ctx context.Context, rs ...revocation) {
+	if s.logoutSender == nil {
+		return
+	}
+	for _, r := range rs {
+		if r.ended == nil {
+			continue
+		}
+		cl, err := s.clients.lookup(ctx, r.ended.clientID)
+		if err != nil || cl == nil || cl.backchannelLogoutURI == "" {
+			continue // a client gone or failing to read: nothing to tell, or no way to
+		}
+		token, err := s.logoutToken(cl, r.ended.humanID, r.grantID)
+		if err != nil {
+			continue // no active key: the ID tokens fail the same way, and say so
+		}
+		s.logoutSender.Send(BackchannelLogout{ClientID: cl.id, URI: cl.backchannelLogoutURI, Token: token,
+			Restricted: cl.selfRegistered || cl.anonymous})
+	}
+}
+
+// logoutToken signs the logout token of grant grantID of humanID for cl, with
+// the algorithm of its ID tokens.
+func (s *Service) logoutToken(cl *client, humanID, grantID string) (string, error) {
+	now := s.now()
+	return s.keys.Sign(orDefault(cl.idTokenAlg, keys.RS256), TypeLogoutToken, LogoutClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer: s.issuer, Subject: PairwiseSubject(s.pairwiseSecret, cl.sector, humanID),
+			Audience: jwt.ClaimStrings{cl.id}, IssuedAt: jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(LogoutTokenTTL)), ID: uuid.NewString(),
+		},
+		SID:    grantID,
+		Events: map[string]map[string]any{BackchannelLogoutEvent: {}},
+	})
+}
+
+// CheckBackchannelLogoutURI checks a backchannel_logout_uri (BCL 2.2): an
+// absolute http or https URL without a fragment; https unless operator (the
+// operator's clients may name an intranet application over http) or its host is
+// a loopback one.
+func CheckBackchannelLogoutURI(uri string, operator bool) error {
+	u, err := url.Parse(uri)
+	switch {
+	case err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "":
+		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must be an absolute http or https URL", uri)
+	case u.Scheme != "https" && u.Scheme != "http":
+		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must be an http or https URL", uri)
+	case u.Fragment != "" || u.RawFragment != "" || strings.Contains(uri, "#"):
+		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must not have a fragment", uri)
+	case u.User != nil:
+		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must not carry a user or password", uri)
+	case u.Scheme == "http" && !operator && !loopbackHost(u.Hostname()):
+		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must use https (http only on a loopback host)", uri)
+	}
+	return nil
+}
