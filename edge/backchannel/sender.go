@@ -182,6 +182,10 @@ func (s *Sender) work() {
 		case <-s.ctx.Done():
 			return
 		case l := <-s.queue:
+			if s.ctx.Err() != nil { // both were ready: Close won
+				s.report(l.ClientID, Dropped, errors.New("palmgate stopped (a config reload) before it was sent"))
+				return
+			}
 			s.deliver(l)
 		}
 	}
