@@ -201,7 +201,7 @@ func TestSendDropsWhenTheQueueIsFull(t *testing.T) {
 	t.Cleanup(srv.Close)
 	s, o := start(t, Config{Workers: 1, QueueLen: 1})
 	s.Send(oidc.BackchannelLogout{ClientID: "a", URI: srv.URL, Token: token})
-	<-arrived // the worker holds a
+	<-arrived                                                                 // the worker holds a
 	s.Send(oidc.BackchannelLogout{ClientID: "b", URI: srv.URL, Token: token}) // queued
 	s.Send(oidc.BackchannelLogout{ClientID: "c", URI: srv.URL, Token: token}) // dropped
 	if list, _ := o.wait(t, 1); list[0] != "c:dropped" {
