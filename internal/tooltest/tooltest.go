@@ -33,13 +33,14 @@ type Tool struct {
 var (
 	Chromium = Tool{Group: "browser and relying-party tests (Chromium)", Install: "apt-get install chromium", find: findChromium}
 	Nginx    = Tool{Group: "nginx gateway tests", Install: "apt-get install nginx", find: fixedPath("/usr/sbin/nginx")}
+	Apache   = Tool{Group: "mod_auth_openidc back-channel logout test (Apache)", Install: "apt-get install apache2 libapache2-mod-auth-openidc", find: findApache}
 	Node     = Tool{Group: "openid-client and Auth.js relying-party tests (Node and npm)", Install: "apt-get install nodejs npm", find: findNode}
 	Go       = Tool{Group: "oauth2-proxy and zitadel relying-party tests (go build of integration/rp)", Install: "a Go toolchain on PATH and the Go module proxy", find: lookPath("go")}
 	Authlib  = Tool{Group: "portal's Python snippet tests (python3 with Authlib, Flask and requests)", Install: "apt-get install python3-authlib python3-flask python3-requests", find: findAuthlib}
 )
 
 // All is every tool, in the order `make test` reports them.
-var All = []Tool{Chromium, Nginx, Node, Go, Authlib}
+var All = []Tool{Chromium, Nginx, Apache, Node, Go, Authlib}
 
 // findAuthlib finds a python3 that imports what the portal's Python snippet does:
 // Debian's (where apt installs python3-authlib), else the one on PATH.
@@ -110,6 +111,14 @@ func findNode() (string, error) {
 		return "", fmt.Errorf("npm is not on PATH")
 	}
 	return node, nil
+}
+
+// findApache finds Debian's apache2 with mod_auth_openidc beside it.
+func findApache() (string, error) {
+	if _, err := fixedPath("/usr/lib/apache2/modules/mod_auth_openidc.so")(); err != nil {
+		return "", err
+	}
+	return fixedPath("/usr/sbin/apache2")()
 }
 
 func fixedPath(p string) func() (string, error) {

@@ -1,0 +1,226 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/palmgate/palmgate/internal/testserver"
+	"github.com/palmgate/palmgate/internal/tooltest"
+)
+
+// apacheConf is the test's Apache configuration: mod_auth_openidc protecting
+// /protected/ as a confidential client of palmgate, everything in {dir}.
+// OIDCRedirectURI and the client's backchannel_logout_uri are the ones the
+// README's Back-channel logout section shows, on the test's address.
+const apacheConf = `ServerRoot {dir}
+ServerName 127.0.0.1
+Listen {addr}
+PidFile {dir}/httpd.pid
+ErrorLog {dir}/error.log
+LogLevel warn auth_openidc:debug
+DefaultRuntimeDir {dir}
+Mutex posixsem
+# -X serves one connection at a time: a browser's idle keep-alive would hold
+# palmgate's POST for KeepAliveTimeout.
+KeepAlive Off
+User nobody
+Group nogroup
+LoadModule mpm_prefork_module {modules}/mod_mpm_prefork.so
+LoadModule authn_core_module {modules}/mod_authn_core.so
+LoadModule authz_core_module {modules}/mod_authz_core.so
+LoadModule authz_user_module {modules}/mod_authz_user.so
+LoadModule auth_openidc_module {modules}/mod_auth_openidc.so
+DocumentRoot {dir}/htdocs
+<Directory />
+	AllowOverride None
+</Directory>
+<Directory {dir}/htdocs>
+	Require all granted
+</Directory>
+
+OIDCProviderMetadataURL {issuer}/.well-known/openid-configuration
+OIDCClientID {client_id}
+OIDCClientSecret {client_secret}
+OIDCRedirectURI http://{addr}/protected/redirect_uri
+OIDCCryptoPassphrase {passphrase}
+OIDCScope "openid"
+OIDCProviderTokenEndpointAuth client_secret_basic
+<Location /protected/>
+	AuthType openid-connect
+	Require valid-user
+</Location>
+`
+
+// apacheBinary and apacheModules are Debian's apache2 and its modules (packages
+// apache2 and libapache2-mod-auth-openidc).
+const (
+	apacheBinary  = "/usr/sbin/apache2"
+	apacheModules = "/usr/lib/apache2/modules"
+)
+
+// startApache runs Apache in the foreground (-X: one process, as nginx's
+// master_process off) with conf's placeholders {dir}, {addr} and {modules}
+// filled, and waits until it accepts connections; it is killed when the test
+// ends.
+func startApache(t *testing.T, addr, conf string) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} { // Apache serves as nobody
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "htdocs", "protected"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "htdocs", "protected", "page.html"), []byte("the protected page\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf = strings.NewReplacer("{dir}", dir, "{addr}", addr, "{modules}", apacheModules).Replace(conf)
+	path := filepath.Join(dir, "httpd.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(apacheBinary, "-X", "-d", dir, "-f", path)
+	cmd.Env = append(os.Environ(), "APACHE_RUN_DIR="+dir, "APACHE_LOCK_DIR="+dir, "APACHE_LOG_DIR="+dir)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting apache2: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	logs := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+		return fmt.Sprintf("output:\n%s\nerror.log:\n%s", out.String(), b)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		if t.Failed() {
+			t.Logf("apache2 %s", logs())
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		select {
+		case <-done:
+			t.Fatalf("apache2 exited before listening: %s", logs())
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("apache2 does not listen on %s after 10s: %s", addr, logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// apacheBrowser is one browser's cookies at Apache (mod_auth_openidc's state
+// and session cookies); it follows no redirect.
+type apacheBrowser struct {
+	c *http.Client
+}
+
+func newApacheBrowser(t *testing.T) *apacheBrowser {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &apacheBrowser{c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (b *apacheBrowser) get(t *testing.T, u string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A browser's navigation: mod_auth_openidc answers others 401, not a redirect.
+	req.Header.Set("Accept", "text/html,application/xhtml+xml")
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return resp.StatusCode, resp.Header.Get("Location"), string(body)
+}
+
+// TestBackchannelLogoutModAuthOpenIDC: Apache with mod_auth_openidc, a
+// confidential client of palmgate with a backchannel_logout_uri. Alice and Bob
+// sign in through it (a dev-mode palm scan each) and reach the protected page.
+// The operator ends Alice with revoke=grants: palmgate POSTs a logout token to
+// mod_auth_openidc's redirect URI, which drops her session, so that her next
+// request goes back to palmgate's authorize; Bob's session still passes.
+func TestBackchannelLogoutModAuthOpenIDC(t *testing.T) {
+	tooltest.Apache.Need(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
+	redirect := "http://" + addr + "/protected/redirect_uri"
+	c := newOIDCClient("apache-app", "")
+	c.redirects, c.scopes = []string{redirect}, nil
+	clientConf := strings.Replace(c.config(), "}\n", "backchannel_logout_uri "+redirect+"?logout=backchannel\n}\n", 1)
+	e := startOIDC(t, nil, clientConf)
+	issuer := e.URL + "/oauth2"
+	startApache(t, addr, strings.NewReplacer("{issuer}", issuer, "{client_id}", c.id, "{client_secret}", c.secret,
+		"{passphrase}", randHex(16)).Replace(apacheConf))
+	page := "http://" + addr + "/protected/page.html"
+
+	signIn := func(name string) *apacheBrowser {
+		t.Helper()
+		b := newApacheBrowser(t)
+		status, loc, body := b.get(t, page)
+		if status != http.StatusFound || !strings.HasPrefix(loc, issuer+"/authorize?") {
+			t.Fatalf("%s, before signing in: %d to %q, want 302 to palmgate's authorize\n%s", name, status, loc, testserver.Snippet([]byte(body)))
+		}
+		q := e.login(t, loc, e.subject(name), redirect)
+		status, loc, body = b.get(t, redirect+"?"+q.Encode())
+		if status != http.StatusFound || loc != page {
+			t.Fatalf("%s, the callback: %d to %q, want 302 to %s\n%s", name, status, loc, page, testserver.Snippet([]byte(body)))
+		}
+		if status, _, body := b.get(t, page); status != http.StatusOK || body != "the protected page\n" {
+			t.Fatalf("%s, signed in: %d %q, want the protected page", name, status, body)
+		}
+		return b
+	}
+	alice := signIn("alice")
+	aliceID := loginsAudited(t, e, 1)[0]
+	bob := signIn("bob")
+
+	testserver.Do(t, "DELETE", "http://"+e.AdminAddr+"/palmgate/humans/"+aliceID+"/sessions?revoke=grants", nil).
+		ExpectStatus(t, http.StatusOK)
+	// The logout token goes out from palmgate's queue: wait until Apache acts on it.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		status, loc, _ := alice.get(t, page)
+		if status == http.StatusFound && strings.HasPrefix(loc, issuer+"/authorize?") {
+			break
+		}
+		if status != http.StatusOK {
+			t.Fatalf("alice after the end: %d to %q, want 200 (not yet) or 302 to palmgate's authorize", status, loc)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's Apache session still passes 20s after the operator ended her: no back-channel logout\npalmgate log:\n%s", e.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if status, loc, _ := bob.get(t, page); status != http.StatusOK {
+		t.Errorf("bob after alice's end: %d to %q, want his session to pass", status, loc)
+	}
+	if log := e.Log(); strings.Contains(log, "backchannel logout failed") || strings.Contains(log, "backchannel logout dropped") {
+		t.Errorf("palmgate logged a failed or dropped back-channel logout:\n%s", log)
+	}
+}
