@@ -220,6 +220,19 @@ func TestBackchannelLogoutModAuthOpenIDC(t *testing.T) {
 	if status, loc, _ := bob.get(t, page); status != http.StatusOK {
 		t.Errorf("bob after alice's end: %d to %q, want his session to pass", status, loc)
 	}
+	// One token sent (alice had one grant, of this client), none failed or dropped;
+	// the sender reports after Apache's answer: wait for the count.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		m := scrapeDomain(t, e)
+		sent := m[`palmgate_backchannel_logouts_total{outcome="sent"}`]
+		if sent == 1 && m[`palmgate_backchannel_logouts_total{outcome="failed"}`] == 0 && m[`palmgate_backchannel_logouts_total{outcome="dropped"}`] == 0 {
+			break
+		}
+		if sent > 1 || time.Now().After(deadline) {
+			t.Fatalf("palmgate_backchannel_logouts_total: %v, want sent 1, failed and dropped 0", m)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if log := e.Log(); strings.Contains(log, "backchannel logout failed") || strings.Contains(log, "backchannel logout dropped") {
 		t.Errorf("palmgate logged a failed or dropped back-channel logout:\n%s", log)
 	}
