@@ -7,9 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -235,5 +238,57 @@ func TestBackchannelLogoutModAuthOpenIDC(t *testing.T) {
 	}
 	if log := e.Log(); strings.Contains(log, "backchannel logout failed") || strings.Contains(log, "backchannel logout dropped") {
 		t.Errorf("palmgate logged a failed or dropped back-channel logout:\n%s", log)
+	}
+}
+
+// TestBackchannelLogoutDynamicClient: a client the operator creates through the
+// admin API names a backchannel_logout_uri (http on loopback: the operator's
+// clients may); an RP-initiated logout with its id_token_hint POSTs it one
+// logout token of that login; the CLI shows and removes the URI, and the admin
+// API refuses one with a fragment.
+func TestBackchannelLogoutDynamicClient(t *testing.T) {
+	type received struct {
+		contentType, token string
+	}
+	got := make(chan received, 10)
+	rp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		got <- received{r.Header.Get("Content-Type"), r.PostForm.Get("logout_token")}
+	}))
+	t.Cleanup(rp.Close)
+	e := startOIDC(t, nil)
+	bcl := rp.URL + "/bcl?app=1"
+	c, m := e.adminCreate(t, map[string]any{"name": "BCL App", "redirect_uris": []string{"https://bcl-app.example/cb"},
+		"backchannel_logout_uri": bcl})
+	if str(m["backchannel_logout_uri"]) != bcl {
+		t.Fatalf("created client %v; want backchannel_logout_uri %s", m, bcl)
+	}
+	tok := e.tokensFor(t, c, e.subject("ann"), "openid offline_access")
+	e.do(t, "GET", "/oauth2/logout?"+url.Values{"id_token_hint": {tok.id}}.Encode(), nil).ExpectStatus(t, http.StatusOK)
+	var r received
+	select {
+	case r = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no logout token 20s after the logout")
+	}
+	header, claims, idClaims := jwtPart(t, r.token, 0), jwtPart(t, r.token, 1), jwtPart(t, tok.id, 1)
+	events, _ := claims["events"].(map[string]any)
+	if r.contentType != "application/x-www-form-urlencoded" || str(header["typ"]) != "logout+jwt" || str(header["alg"]) != "RS256" ||
+		fmt.Sprint(claims["aud"]) != "["+c.id+"]" || str(claims["sid"]) != str(idClaims["sid"]) || str(claims["sub"]) != tok.sub ||
+		str(claims["iss"]) != e.URL+"/oauth2" || events["http://schemas.openid.net/event/backchannel-logout"] == nil || claims["nonce"] != nil {
+		t.Errorf("logout token: %s, header %v, claims %v; want the login's sid and sub", r.contentType, header, claims)
+	}
+
+	if out := e.cli(t, "show", c.id); !regexp.MustCompile(`(?m)^backchannel_logout_uri +` + regexp.QuoteMeta(bcl) + `$`).MatchString(out) {
+		t.Errorf("client show lacks the back-channel logout URI:\n%s", out)
+	}
+	e.cli(t, "update", c.id, "--backchannel-logout-uri", "")
+	if out := e.cli(t, "show", c.id); strings.Contains(out, bcl) {
+		t.Errorf("client update --backchannel-logout-uri \"\" left it:\n%s", out)
+	}
+	resp := testserver.Do(t, "POST", "http://"+e.AdminAddr+"/palmgate/clients", map[string]any{"name": "x",
+		"redirect_uris": []string{"https://a.example/cb"}, "backchannel_logout_uri": "https://a.example/bcl#x"}, "Origin", "http://"+e.AdminAddr)
+	if resp.Status != http.StatusBadRequest || !strings.Contains(string(resp.Body), "backchannel_logout_uri") {
+		t.Errorf("a backchannel_logout_uri with a fragment: %d %s; want 400 naming it", resp.Status, resp.Body)
 	}
 }
