@@ -18,6 +18,7 @@ type form struct {
 	For, Error string
 
 	Name, RedirectURIs, PostLogoutRedirectURIs, IDTokenAlg, AccessTokenAudience, AllowedOrigins string
+	BackchannelLogoutURI                                                                        string
 	Public                                                                                      bool
 	// Grace is the rotate form's grace period, a duration as the CLI takes it.
 	Grace string
@@ -31,7 +32,7 @@ func clientForm(ci *oidc.ClientInfo) form {
 	return form{
 		Name: ci.Name, RedirectURIs: strings.Join(ci.RedirectURIs, "\n"), PostLogoutRedirectURIs: strings.Join(ci.PostLogoutRedirectURIs, "\n"),
 		IDTokenAlg: ci.IDTokenAlg, AccessTokenAudience: ci.AccessTokenAudience, AllowedOrigins: strings.Join(ci.AllowedOrigins, "\n"),
-		Grace: defaultGrace,
+		BackchannelLogoutURI: ci.BackchannelLogoutURI, Grace: defaultGrace,
 	}
 }
 
@@ -43,7 +44,7 @@ func typedForm(r *http.Request, which, msg string, base form) form {
 	for field, v := range map[string]*string{
 		"name": &f.Name, "redirect_uris": &f.RedirectURIs, "post_logout_redirect_uris": &f.PostLogoutRedirectURIs,
 		"id_token_signed_response_alg": &f.IDTokenAlg, "access_token_audience": &f.AccessTokenAudience,
-		"allowed_origins": &f.AllowedOrigins, "grace": &f.Grace,
+		"allowed_origins": &f.AllowedOrigins, "grace": &f.Grace, "backchannel_logout_uri": &f.BackchannelLogoutURI,
 	} {
 		if _, ok := r.PostForm[field]; ok {
 			*v = r.PostFormValue(field)

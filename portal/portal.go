@@ -307,6 +307,10 @@ func logoutFields(r *http.Request, spec *oidc.ClientSpec) {
 			}
 		}
 	}
+	if _, ok := r.PostForm["backchannel_logout_uri"]; ok {
+		u := strings.TrimSpace(r.PostFormValue("backchannel_logout_uri"))
+		spec.BackchannelLogoutURI = &u
+	}
 	if _, ok := r.PostForm["id_token_signed_response_alg"]; ok {
 		alg := r.PostFormValue("id_token_signed_response_alg")
 		spec.IDTokenAlg = &alg

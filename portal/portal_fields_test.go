@@ -57,3 +57,35 @@ func TestAppLogoutAndAlgFields(t *testing.T) {
 		}
 	}
 }
+
+// TestAppBackchannelLogoutURI: the portal's forms set and clear an
+// application's back-channel logout URI and its page shows it; a developer's
+// must be https (or http on a loopback host) without a fragment.
+func TestAppBackchannelLogoutURI(t *testing.T) {
+	p, _ := newPortal(t, "http://127.0.0.1:8080")
+	cookie := signedIn(p, "human-1")
+	var s session
+	p.open("session", cookie.Value, &s)
+	csrf := p.csrfToken(&s)
+	bcl := "https://shop.example/redirect_uri?logout=backchannel"
+	form := url.Values{"csrf": {csrf}, "name": {"Shop"}, "redirect_uris": {"https://shop.example/cb"}, "backchannel_logout_uri": {" " + bcl + " "}}
+	r := serve(p, "POST", "/portal/apps", form, cookie)
+	body := r.Body.String()
+	want := `id="backchannel-logout-uri">` + strings.ReplaceAll(bcl, "&", "&amp;") + `<`
+	if r.Code != http.StatusOK || !strings.Contains(body, want) {
+		t.Fatalf("create with a back-channel logout URI: %d, want %s\n%s", r.Code, want, body)
+	}
+	id := regexp.MustCompile(`id="client-id">([^<]+)<`).FindStringSubmatch(body)[1]
+	form = url.Values{"csrf": {csrf}, "name": {"Shop"}, "redirect_uris": {"https://shop.example/cb"}, "backchannel_logout_uri": {""}}
+	if r := serve(p, "POST", "/portal/apps/"+id, form, cookie); r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `id="backchannel-logout-uri"><`) {
+		t.Errorf("update clearing it: %d\n%s", r.Code, r.Body)
+	}
+	for _, v := range []string{"http://shop.example/bcl", "https://shop.example/bcl#x", "/bcl"} {
+		for _, path := range []string{"/portal/apps", "/portal/apps/" + id} {
+			form := url.Values{"csrf": {csrf}, "name": {"Shop"}, "redirect_uris": {"https://shop.example/cb"}, "backchannel_logout_uri": {v}}
+			if r := serve(p, "POST", path, form, cookie); r.Code != http.StatusBadRequest || !strings.Contains(r.Body.String(), "backchannel_logout_uri") {
+				t.Errorf("%s at %s: %d, want 400 naming backchannel_logout_uri\n%s", v, path, r.Code, r.Body)
+			}
+		}
+	}
+}
