@@ -109,7 +109,7 @@ func TestCLIErrors(t *testing.T) {
 		{"client list, not an address", nil, []string{"palmgate", "client", "list", "--address", "127.0.0.1:1-3"},
 			"caddy palmgate client list: --address 127.0.0.1:1-3 is not an address (host:port, or unix/<path>); " + fix + " or --config <Caddyfile>"},
 		{"client update without a change", nil, append([]string{"palmgate", "client", "update", "demo"}, admin...),
-			"caddy palmgate client update: nothing to change: give at least one of --name, --redirect-uri, --sector, --post-logout-redirect-uri, --id-token-alg, --access-token-audience or --allowed-origin"},
+			"caddy palmgate client update: nothing to change: give at least one of --name, --redirect-uri, --sector, --post-logout-redirect-uri, --backchannel-logout-uri, --id-token-alg, --access-token-audience or --allowed-origin"},
 		{"portal end-sessions, a bad owner", nil, append([]string{"palmgate", "portal", "end-sessions", "not-a-developer"}, admin...),
 			"caddy palmgate portal end-sessions: <owner> must be a developer's id (a client's owner, a lowercase uuid)"},
 		{"keys rotate, a bad --alg", nil, append([]string{"palmgate", "keys", "rotate", "--alg", "HS256"}, admin...),
