@@ -30,7 +30,8 @@ type signedOutPageData struct {
 }
 
 // handleLogout is the end_session_endpoint (OpenID Connect RP-Initiated Logout 1.0),
-// GET or POST: it revokes the login named by id_token_hint, then sends the browser
+// GET or POST: it revokes the login named by id_token_hint and every login made
+// through its SSO session or this browser's (single logout), then sends the browser
 // to the registered post_logout_redirect_uri with state, or shows the signed-out
 // page. A refused request is a 400 page, never a redirect (the URI may not be the
 // client's). HEAD (which the GET route also serves) changes nothing.
@@ -42,7 +43,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	params, err := formParams(w, r)
 	var out *oidc.Logout
 	if err == nil {
-		out, err = s.oidc.EndSession(r.Context(), params)
+		out, err = s.oidc.EndSessionFrom(r.Context(), params, s.sessionID(r))
 	}
 	var ended bool
 	if err == nil {
@@ -57,7 +58,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c := s.logger.Check(zap.DebugLevel, "palmgate logout"); c != nil {
-		c.Write(zap.String("client_id", out.ClientID), zap.Bool("revoked", out.GrantID != ""), zap.Bool("session_ended", ended), zap.Bool("redirect", out.RedirectURI != ""))
+		c.Write(zap.String("client_id", out.ClientID), zap.Bool("revoked", out.GrantID != ""), zap.Int("logins_ended", out.Logins), zap.Bool("session_ended", ended), zap.Bool("redirect", out.RedirectURI != ""))
 	}
 	if u := out.URL(); u != "" && !out.Confirm {
 		w.Header().Set("Cache-Control", "no-store")
@@ -66,6 +67,9 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	d := signedOutPageData{Title: "You are signed out", StatusClass: "ok", Outcome: "You are signed out."}
 	switch {
+	case out.Logins > 1:
+		// Single logout: the sign-ins of every application the session signed in to.
+		d.Lines = []string{"Your sign-ins to the applications you signed in to with palmgate here have ended: their tokens no longer work.", "Your palmgate session has ended: the next sign-in asks for your palm.", "You can close this page."}
 	case out.GrantID != "" && ended:
 		d.Lines = []string{"The application's sign-in has ended: its tokens no longer work.", "Your palmgate session in this browser has ended: the next sign-in asks for your palm.", "You can close this page."}
 	case out.GrantID != "":

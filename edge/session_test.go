@@ -167,3 +167,41 @@ func with(form url.Values, name, value string) url.Values {
 	c.Set(name, value)
 	return c
 }
+
+// TestLogoutEndsTheSessionsLogins: a logout with the hint of the login that
+// started an SSO session, sent by a server without the browser's cookie (an
+// oauth2-proxy backend logout), ends the session and the login the session made
+// silently: its refresh token is refused, prompt=none asks for a scan, and
+// the page says every sign-in ended.
+func TestLogoutEndsTheSessionsLogins(t *testing.T) {
+	e := newEnv(t, withSSO(12*time.Hour))
+	exchange := func(code string) map[string]any {
+		t.Helper()
+		w := e.postForm(t, "/oauth2/token", codeForm(code), nil)
+		wantStatus(t, w, http.StatusOK)
+		return decode(t, w)
+	}
+	l := e.authorize(t, authorizeQuery())
+	id, nonce := e.challenge(t, l)
+	e.devScan(t, id, nonce, "alice")
+	w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
+	wantStatus(t, w, http.StatusFound)
+	sess := cookieNamed(w, "__Host-palmgate_session")
+	loc, _ := url.Parse(w.Header().Get("Location"))
+	first := exchange(loc.Query().Get("code"))
+	q := authorizeQuery()
+	q.Set("prompt", "none")
+	w = e.do(t, req{method: http.MethodGet, target: "/oauth2/authorize?" + q.Encode(), cookies: []*http.Cookie{sess}})
+	loc, _ = url.Parse(w.Header().Get("Location"))
+	second := exchange(loc.Query().Get("code"))
+
+	w = e.postForm(t, "/oauth2/logout", url.Values{"id_token_hint": {first["id_token"].(string)}}, nil)
+	wantPage(t, w, http.StatusOK, "Your sign-ins to the applications you signed in to with palmgate here have ended")
+	refresh := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {second["refresh_token"].(string)},
+		"client_id": {testClientID}, "client_secret": {testSecret}}
+	wantOAuthError(t, e.postForm(t, "/oauth2/token", refresh, nil), http.StatusBadRequest, "invalid_grant")
+	w = e.do(t, req{method: http.MethodGet, target: "/oauth2/authorize?" + q.Encode(), cookies: []*http.Cookie{sess}})
+	if loc, _ := url.Parse(w.Header().Get("Location")); loc.Query().Get("error") != "login_required" {
+		t.Errorf("after the logout: Location %q, want error=login_required", loc)
+	}
+}

@@ -542,7 +542,12 @@ func (s *Service) finishWith(ctx context.Context, id, binding, old, code, sessio
 				}
 				return err
 			}
-			if err := s.putCode(txn, code, ar); err != nil {
+			// The scan starts the session (below) through which this login is made.
+			var through string
+			if s.ssoTTL > 0 {
+				through = sessionHash(sessionID)
+			}
+			if err := s.putCode(txn, code, ar, through, s.now().Add(s.ssoTTL)); err != nil {
 				return err
 			}
 			redirect = &Redirect{URI: ar.RedirectURI, Code: code, State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}

@@ -88,6 +88,10 @@ func scanCode(b []byte) (rec codeRecord, ok bool) {
 			ok = at(&rec.ExpiresAt)
 		case "grantId":
 			ok = str(&rec.GrantID)
+		case "plannedGrantId":
+			ok = str(&rec.PlannedGrant)
+		case "sessionHash":
+			ok = str(&rec.Session)
 		default: // another spelling, which encoding/json may match to a field
 			ok = false
 		}

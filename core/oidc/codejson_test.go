@@ -47,6 +47,8 @@ func codeJSON(t testing.TB, rec codeRecord) string {
 func TestDecodeCodeWritten(t *testing.T) {
 	full := benchCode()
 	full.Resource = "https://api.example/"
+	session := benchCode() // issued through an SSO session (singlelogout.go)
+	session.PlannedGrant, session.Session = "0b7c3f4e-7d1a-4c55-9a43-3f1f2b9d8e21", "5e4fa8f4c7e5d067e7b21bdf7ee6f06724d2e547560185603b6812ab03737030"
 	local := benchCode()
 	local.AuthTime, local.ExpiresAt = local.AuthTime.In(time.FixedZone("", 5*3600+1800)), time.Now()
 	for name, rec := range map[string]codeRecord{
@@ -54,6 +56,8 @@ func TestDecodeCodeWritten(t *testing.T) {
 		"with a resource":            full,
 		"used":                       benchCode().used("6e195e7c-bf2d-4a64-a04a-5aaf7ca20e41"),
 		"times with offsets":         local,
+		"through a session":          session,
+		"used, through a session":    session.used(session.PlannedGrant),
 		"no scopes, nonce or PKCE":   {ClientID: "app", RedirectURI: "https://app.example/cb", HumanID: "h", ExpiresAt: time.Now()},
 		"empty scopes (not omitted)": {ClientID: "app", Scopes: []string{}, HumanID: "h"},
 		"zero":                       {},

@@ -2,16 +2,13 @@ package oidc
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"slices"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/event"
-	"github.com/palmgate/palmgate/core/fault"
 	"github.com/palmgate/palmgate/core/keys"
-	"github.com/palmgate/palmgate/storage"
 )
 
 // idTokenHintParser reads an id_token_hint. Its signature and `typ` are checked by
@@ -32,6 +29,10 @@ type Logout struct {
 	// GrantID is the grant (the `sid` of the id_token_hint) that was revoked; ""
 	// when the request had no hint, so nothing could be revoked.
 	GrantID string
+	// Logins counts the live logins the request ended: the hint's and every
+	// other made through its SSO session (or the browser's, of the same
+	// person); 0 without a hint.
+	Logins int
 	// RedirectURI is the registered post_logout_redirect_uri to send the browser
 	// back to, and State the state to echo there; "" means show the signed-out page.
 	RedirectURI string
@@ -64,6 +65,8 @@ func (l *Logout) URL() string {
 // Logging out ends the login the client holds (and the edge ends the browser's
 // SSO session, EndSSOSession): the grant named by the
 // hint's `sid` is revoked, its refresh family and its access tokens stop working.
+// It is single logout (singlelogout.go): every login made through the SSO
+// session the hint's login was made through ends with it, and that session.
 // A request without a hint cannot name a login: it revokes nothing (the caller
 // shows the signed-out page, or redirects when a client and a registered
 // post_logout_redirect_uri were given).
@@ -72,6 +75,13 @@ func (l *Logout) URL() string {
 // unregistered post_logout_redirect_uri, one without a client to check it against,
 // a client_id other than the hint's audience, a hint this issuer did not sign.
 func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, error) {
+	return s.EndSessionFrom(ctx, params, "")
+}
+
+// EndSessionFrom is EndSession from the browser holding the SSO session id
+// browser (its cookie; "" for none, a server's backend logout): with a hint of
+// the same person, the logins made through that session end too.
+func (s *Service) EndSessionFrom(ctx context.Context, params url.Values, browser string) (*Logout, error) {
 	for name, values := range params {
 		if len(values) > 1 {
 			return nil, oauthError(ErrInvalidRequest, "parameter %s is given more than once", name)
@@ -83,6 +93,7 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 		return nil, oauthError(ErrInvalidRequest, "state is longer than %d characters", MaxStateLen)
 	}
 	out := &Logout{ClientID: clientID}
+	var hintSub string
 	var cl *client // static or dynamic (read from the store now)
 	if clientID != "" {
 		var err error
@@ -115,7 +126,7 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 				return nil, oauthError(ErrInvalidRequest, "the id_token_hint is for an unknown client")
 			}
 		}
-		out.GrantID = claims.GrantID
+		out.GrantID, hintSub = claims.GrantID, claims.Subject
 	}
 	if redirect != "" {
 		if cl == nil {
@@ -130,7 +141,7 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 	live := false // the hint's login was live until this request
 	if out.GrantID != "" {
 		var err error
-		if live, err = s.revokeLogin(ctx, out.GrantID); err != nil {
+		if live, out.Logins, err = s.endLogins(ctx, out.GrantID, hintSub, cl, browser); err != nil {
 			return nil, err
 		}
 		ended.Outcome = event.Revoked
@@ -141,31 +152,6 @@ func (s *Service) EndSession(ctx context.Context, params url.Values) (*Logout, e
 	out.Confirm = out.RedirectURI != "" && cl.anonymous && !live
 	s.events.Emit(ctx, ended)
 	return out, nil
-}
-
-// revokeLogin revokes grant id, as revoke, and reports whether it was live
-// (stored and not revoked) until then.
-func (s *Service) revokeLogin(ctx context.Context, id string) (live bool, err error) {
-	var done revocation
-	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		live = false // fn may run again
-		g, err := getGrant(txn, id)
-		var oe *fault.Error
-		switch {
-		case err == nil:
-			live = !g.Revoked
-		case !errors.As(err, &oe): // a fault: expired from the store
-			return err
-		}
-		done, err = s.revokeGrant(txn, id)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	s.committed(done)
-	s.notifyEnded(ctx, done)
-	return live, nil
 }
 
 // parseIDTokenHint checks that hint is an ID token this issuer signed, expired or

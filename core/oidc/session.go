@@ -275,7 +275,7 @@ func (s *Service) authorizeInSession(ctx context.Context, ar *AuthRequest, brows
 			out = &r
 			return s.putAuthRequest(txn, out)
 		}
-		if err := s.putCode(txn, code, &r); err != nil {
+		if err := s.putCode(txn, code, &r, hash, sess.ExpiresAt); err != nil {
 			return err
 		}
 		r.Status = RequestAnswered
@@ -409,7 +409,7 @@ func (s *Service) Consent(ctx context.Context, id, binding, session, token strin
 			if err := s.addConsent(txn, ar.HumanID, ar.ClientID, ar.Scopes, ar.Resource); err != nil {
 				return err
 			}
-			if err := s.putCode(txn, code, ar); err != nil {
+			if err := s.putCode(txn, code, ar, ar.SessionHash, sess.ExpiresAt); err != nil {
 				return err
 			}
 			redirect = &Redirect{URI: ar.RedirectURI, Code: code, State: ar.State, Issuer: s.issuer, Mode: ar.ResponseMode}

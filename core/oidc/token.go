@@ -37,6 +37,13 @@ type codeRecord struct {
 	ExpiresAt     time.Time `json:"expiresAt"`
 	// GrantID is set once the code has been exchanged: a second use revokes it.
 	GrantID string `json:"grantId,omitempty"`
+	// PlannedGrant is the id of the grant the exchange starts, decided when a
+	// code is issued through an SSO session (its index entry, ssogrants.go,
+	// names it); "" in a code of an earlier release, which gets a new id then.
+	PlannedGrant string `json:"plannedGrantId,omitempty"`
+	// Session is the hash of the SSO session the code was issued through ("" for
+	// none): the grant records it.
+	Session string `json:"sessionHash,omitempty"`
 }
 
 // used is the record of rec once exchanged for grantID: what a second use needs
@@ -44,7 +51,8 @@ type codeRecord struct {
 // A code issued keeps everything it is bound to until then; the omitzero fields
 // are never empty in it.
 func (rec codeRecord) used(grantID string) codeRecord {
-	return codeRecord{ClientID: rec.ClientID, HumanID: rec.HumanID, ExpiresAt: rec.ExpiresAt, GrantID: grantID}
+	return codeRecord{ClientID: rec.ClientID, HumanID: rec.HumanID, ExpiresAt: rec.ExpiresAt, GrantID: grantID,
+		PlannedGrant: rec.PlannedGrant, Session: rec.Session}
 }
 
 // grant is what one code exchange started: its refresh family and its revocation.
@@ -58,6 +66,10 @@ type grant struct {
 	RefreshJTI string    `json:"refreshJti,omitempty"`
 	Revoked    bool      `json:"revoked,omitempty"`
 	ExpiresAt  time.Time `json:"expiresAt"`
+	// Session is the hash of the SSO session the login was made through ("" for
+	// none, or a grant of an earlier release): a logout with its ID token as
+	// id_token_hint ends that session's logins (singlelogout.go).
+	Session string `json:"session,omitempty"`
 }
 
 // TokenResponse is the answer of the token endpoint (the spec's table).
@@ -137,20 +149,6 @@ func randomToken(n int) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest) error {
-	now := s.now()
-	rec := codeRecord{
-		ClientID: ar.ClientID, RedirectURI: ar.RedirectURI, Scopes: ar.Scopes, Resource: ar.Resource, Nonce: ar.Nonce,
-		CodeChallenge: ar.CodeChallenge, HumanID: ar.HumanID, AuthTime: ar.AuthTime,
-		ExpiresAt: now.Add(s.codeTTL),
-	}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return txn.Set(codeKey(code), b, s.codeTTL)
-}
-
 // ExchangeCode redeems an authorization code for tokens (RFC 6749 4.1.3, RFC 7636).
 // The client must be authenticated already. A code works once: a second use by its
 // client revokes the grant the first one started; another client's use revokes nothing.
@@ -202,7 +200,7 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		return nil, c.refuse(ctx, oauthError(ErrInvalidRequest, "code_verifier must be 43 to 128 unreserved characters"))
 	}
 	clientID := c.id
-	grantID, refreshJTI := uuid.NewString(), uuid.NewString()
+	newGrantID, refreshJTI := uuid.NewString(), uuid.NewString()
 	var cl *client
 	var rec codeRecord
 	var g *grant
@@ -227,6 +225,10 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		}
 		if rec, err = decodeCode(b); err != nil {
 			return fmt.Errorf("decoding code: %w", err)
+		}
+		grantID := newGrantID // a code of an earlier release plans none
+		if rec.PlannedGrant != "" {
+			grantID = rec.PlannedGrant
 		}
 		if !s.now().Before(rec.ExpiresAt) {
 			return oauthError(ErrInvalidGrant, "unknown or expired code")
@@ -255,7 +257,8 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		}
 		// A client without the refresh_token grant is granted no offline_access
 		// (a code issued before it lost that grant, too): no refresh token.
-		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: cl.withoutRefresh(rec.Scopes), Resource: rec.Resource, AuthTime: rec.AuthTime}
+		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: cl.withoutRefresh(rec.Scopes), Resource: rec.Resource, AuthTime: rec.AuthTime,
+			Session: rec.Session}
 		if err := s.checkGranted(cl, g, resources); err != nil {
 			return err
 		}

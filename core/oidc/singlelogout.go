@@ -1,0 +1,137 @@
+package oidc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/palmgate/palmgate/core/fault"
+	"github.com/palmgate/palmgate/storage"
+)
+
+// Single logout: a login made through an SSO session is one whose code was
+// issued by a request the session answered (AuthRequest.SessionHash) or by the
+// palm scan that started the session. Its code carries the id of the grant its
+// exchange will start (codeRecord.PlannedGrant), and the code's transaction
+// writes the index entry oidc/sso-grant/{sessionHash}/{grantId}, kept as long as
+// the session can live; the exchange copies the session's hash into the grant
+// (grant.Session). The token endpoint writes nothing more than before.
+//
+// A logout with an id_token_hint ends every login made through the session its
+// login was made through, and through the browser's own session (its cookie)
+// when that session is the hint's person's; each client with a
+// backchannel_logout_uri is told once per login (notifyEnded). A logout
+// without a hint revokes nothing (anyone's page can send one).
+
+func ssoGrantPrefix(hash string) []byte { return []byte("oidc/sso-grant/" + hash + "/") }
+func ssoGrantKey(hash, grantID string) []byte {
+	return append(ssoGrantPrefix(hash), grantID...)
+}
+
+// putCode stores code for the verified login ar. session is the hash of the
+// SSO session the login is made through ("" for none) and sessionEnd the end
+// of that session: the code then plans its grant's id and indexes it under the
+// session until sessionEnd.
+func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest, session string, sessionEnd time.Time) error {
+	now := s.now()
+	rec := codeRecord{
+		ClientID: ar.ClientID, RedirectURI: ar.RedirectURI, Scopes: ar.Scopes, Resource: ar.Resource, Nonce: ar.Nonce,
+		CodeChallenge: ar.CodeChallenge, HumanID: ar.HumanID, AuthTime: ar.AuthTime,
+		ExpiresAt: now.Add(s.codeTTL),
+	}
+	if session != "" && sessionEnd.After(now) {
+		rec.PlannedGrant, rec.Session = uuid.NewString(), session
+		if err := txn.Set(ssoGrantKey(session, rec.PlannedGrant), nil, sessionEnd.Sub(now)); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return txn.Set(codeKey(code), b, s.codeTTL)
+}
+
+// endLogins revokes grant grantID, named by a logout's id_token_hint whose
+// subject at cl's sector is hintSub, and every login made through its SSO
+// session and through the browser's (browser, the id in its cookie, "" for
+// none) when that one is the hint's person's; it ends those sessions. It
+// reports whether grantID was live until then and how many live logins it
+// ended.
+func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *client, browser string) (live bool, logins int, err error) {
+	var done []revocation
+	err = s.store.Update(ctx, func(txn storage.Txn) error {
+		live, done = false, done[:0] // fn may run again: nothing of a run before
+		var sessions []string
+		g, err := getGrant(txn, grantID)
+		var oe *fault.Error
+		switch {
+		case err == nil:
+			live = !g.Revoked
+			if g.Session != "" {
+				sessions = append(sessions, g.Session)
+			}
+		case !errors.As(err, &oe): // a fault: expired from the store
+			return err
+		}
+		if validSessionID(browser) && !(g != nil && g.Session == sessionHash(browser)) {
+			sess, err := s.getSession(txn, sessionHash(browser))
+			if err != nil {
+				return err
+			}
+			// Only the hint's person's: a page holding another person's ID token
+			// ends nothing of whoever's browser it sends there.
+			if sess != nil && PairwiseSubject(s.pairwiseSecret, cl.sector, sess.HumanID) == hintSub {
+				sessions = append(sessions, sessionHash(browser))
+			}
+		}
+		ids := []string{grantID}
+		for _, hash := range sessions {
+			var keys [][]byte
+			prefix := ssoGrantPrefix(hash)
+			err := txn.IterateKeys(prefix, func(k []byte) (bool, error) {
+				keys = append(keys, append([]byte(nil), k...))
+				if id := string(k[len(prefix):]); id != grantID {
+					ids = append(ids, id)
+				}
+				return true, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := txn.Delete(k); err != nil {
+					return err
+				}
+			}
+			if err := s.dropSession(txn, hash); err != nil {
+				return err
+			}
+		}
+		for _, id := range ids {
+			if _, err := uuid.Parse(id); err != nil {
+				continue // not a grant id: nothing this package wrote
+			}
+			r, err := s.revokeGrant(txn, id)
+			if err != nil {
+				return err
+			}
+			done = append(done, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, 0, err
+	}
+	for _, r := range done {
+		if r.ended != nil {
+			logins++
+		}
+	}
+	s.committed(done...)
+	s.notifyEnded(ctx, done...)
+	return live, logins, nil
+}
