@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/palmgate/palmgate/internal/testserver"
+	"github.com/palmgate/palmgate/internal/tooltest"
 )
 
 // TestSingleLogoutRealBinary: with sso_session on, one palm scan signs a browser
@@ -70,5 +73,68 @@ func TestSingleLogoutRealBinary(t *testing.T) {
 	}
 	if claims := jwtPart(t, logoutToken, 1); str(claims["sid"]) != sidB || fmt.Sprint(claims["aud"]) != "["+b.id+"]" {
 		t.Errorf("logout token claims %v; want sid %s (b's login) and aud %s", claims, sidB, b.id)
+	}
+}
+
+// TestSingleLogoutModAuthOpenIDC: a browser signs in to client a with a palm
+// scan (starting its SSO session), then to Apache with mod_auth_openidc
+// (application b, a backchannel_logout_uri) through that session, without a
+// scan. A logout with a's id_token_hint, from a server (no cookie), ends b's
+// login too: palmgate POSTs Apache a logout token, mod_auth_openidc drops the
+// browser's session there, and its next request goes back to palmgate.
+func TestSingleLogoutModAuthOpenIDC(t *testing.T) {
+	tooltest.Apache.Need(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
+	redirect := "http://" + addr + "/protected/redirect_uri"
+	c := newOIDCClient("apache-app", "")
+	c.redirects, c.scopes = []string{redirect}, nil
+	clientConf := strings.Replace(c.config(), "}\n", "backchannel_logout_uri "+redirect+"?logout=backchannel\n}\n", 1)
+	a := newOIDCClient("slo-a", "")
+	e := startOIDC(t, []oidcClient{a}, "sso_session 1h", clientConf)
+	issuer := e.URL + "/oauth2"
+	startApache(t, addr, strings.NewReplacer("{issuer}", issuer, "{client_id}", c.id, "{client_secret}", c.secret,
+		"{passphrase}", randHex(16)).Replace(apacheConf))
+	page := "http://" + addr + "/protected/page.html"
+
+	br := newSSOBrowser(e)
+	codeA, _ := br.scanLogin(t, e.URL, a, e.subject("alice"))
+	tokA := e.exchange(t, a, codeA, "")
+	ap := newApacheBrowser(t)
+	status, loc, body := ap.get(t, page)
+	if status != http.StatusFound || !strings.HasPrefix(loc, issuer+"/authorize?") {
+		t.Fatalf("before signing in to Apache: %d to %q, want 302 to palmgate's authorize\n%s", status, loc, testserver.Snippet([]byte(body)))
+	}
+	resp := br.do(t, "GET", loc, nil) // the same browser, holding its palmgate session
+	next := resp.Header.Get("Location")
+	if w, id := br.classify(t, e.URL, next); w == toConsent {
+		reqID, token := br.consentForm(t, id)
+		next = br.consent(t, reqID, token, "allow").Header.Get("Location")
+	} else if w != toClient {
+		t.Fatalf("Apache's authorization request in the session: Location %q, want no scan", next)
+	}
+	if !strings.HasPrefix(next, redirect+"?") || !strings.Contains(next, "code=") {
+		t.Fatalf("the session's answer to Apache: %q, want a code at its redirect URI", next)
+	}
+	if status, loc, body = ap.get(t, next); status != http.StatusFound || loc != page {
+		t.Fatalf("Apache's callback: %d to %q, want 302 to %s\n%s", status, loc, page, testserver.Snippet([]byte(body)))
+	}
+	if status, _, body := ap.get(t, page); status != http.StatusOK || body != "the protected page\n" {
+		t.Fatalf("signed in to Apache: %d %q, want the protected page", status, body)
+	}
+
+	e.do(t, "GET", "/oauth2/logout?"+url.Values{"id_token_hint": {str(tokA["id_token"])}}.Encode(), nil).ExpectStatus(t, http.StatusOK)
+	// The logout token goes out from palmgate's queue: wait until Apache acts on it.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		status, loc, _ := ap.get(t, page)
+		if status == http.StatusFound && strings.HasPrefix(loc, issuer+"/authorize?") {
+			break
+		}
+		if status != http.StatusOK {
+			t.Fatalf("Apache after a's logout: %d to %q, want 200 (not yet) or 302 to palmgate's authorize", status, loc)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Apache session still passes 20s after a's logout: no single logout\npalmgate log:\n%s", e.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
