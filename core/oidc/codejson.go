@@ -92,6 +92,8 @@ func scanCode(b []byte) (rec codeRecord, ok bool) {
 			ok = str(&rec.PlannedGrant)
 		case "sessionHash":
 			ok = str(&rec.Session)
+		case "sessionEnd":
+			ok = at(&rec.SessionEnd)
 		default: // another spelling, which encoding/json may match to a field
 			ok = false
 		}

@@ -49,6 +49,7 @@ func TestDecodeCodeWritten(t *testing.T) {
 	full.Resource = "https://api.example/"
 	session := benchCode() // issued through an SSO session (singlelogout.go)
 	session.PlannedGrant, session.Session = "0b7c3f4e-7d1a-4c55-9a43-3f1f2b9d8e21", "5e4fa8f4c7e5d067e7b21bdf7ee6f06724d2e547560185603b6812ab03737030"
+	session.SessionEnd = session.AuthTime.Add(12 * time.Hour)
 	local := benchCode()
 	local.AuthTime, local.ExpiresAt = local.AuthTime.In(time.FixedZone("", 5*3600+1800)), time.Now()
 	for name, rec := range map[string]codeRecord{

@@ -18,7 +18,9 @@ import (
 // exchange will start (codeRecord.PlannedGrant), and the code's transaction
 // writes the index entry oidc/sso-grant/{sessionHash}/{grantId}, kept as long as
 // the session can live; the exchange copies the session's hash into the grant
-// (grant.Session). The token endpoint writes nothing more than before.
+// (grant.Session), and keeps the grant's record at least as long as the session
+// (grant.KeepUntil: a login without offline_access outlives its tokens at its
+// client). The token endpoint writes nothing more than before.
 //
 // A logout with an id_token_hint ends every login made through the session its
 // login was made through, and through the browser's own session (its cookie)
@@ -43,7 +45,7 @@ func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest, session
 		ExpiresAt: now.Add(s.codeTTL),
 	}
 	if session != "" && sessionEnd.After(now) {
-		rec.PlannedGrant, rec.Session = uuid.NewString(), session
+		rec.PlannedGrant, rec.Session, rec.SessionEnd = uuid.NewString(), session, sessionEnd
 		if err := txn.Set(ssoGrantKey(session, rec.PlannedGrant), nil, sessionEnd.Sub(now)); err != nil {
 			return err
 		}

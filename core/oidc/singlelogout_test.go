@@ -243,9 +243,18 @@ func TestSSOGrantIndex(t *testing.T) {
 		t.Errorf("TTLs written = %v; want the index entry's %s", ts.ttl, ssoTTL)
 	}
 	h.clock.Advance(time.Hour)
-	wantCode(t)(h.inSession(sess.ID, testBrowser, "prompt", "none"))
+	code := wantCode(t)(h.inSession(sess.ID, testBrowser, "prompt", "none"))
 	if ts.ttl["oidc/sso-grant/"] != ssoTTL-time.Hour {
 		t.Errorf("TTLs written = %v; want the index entry's %s", ts.ttl, ssoTTL-time.Hour)
+	}
+	// Its grant (no offline_access: its tokens end within access_token_ttl) is
+	// kept as long as the session, so a logout later still finds it and tells
+	// its client, whose own session may still live.
+	if _, err := h.svc.ExchangeCode(ctx, "app", code, appRedirect, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := ts.ttl["oidc/grant/"]; got < ssoTTL-time.Hour {
+		t.Errorf("the grant's TTL = %s; want at least the session's remaining %s", got, ssoTTL-time.Hour)
 	}
 }
 

@@ -42,8 +42,10 @@ type codeRecord struct {
 	// names it); "" in a code of an earlier release, which gets a new id then.
 	PlannedGrant string `json:"plannedGrantId,omitempty"`
 	// Session is the hash of the SSO session the code was issued through ("" for
-	// none): the grant records it.
-	Session string `json:"sessionHash,omitempty"`
+	// none): the grant records it; SessionEnd is when that session ends, until
+	// which the grant is kept.
+	Session    string    `json:"sessionHash,omitempty"`
+	SessionEnd time.Time `json:"sessionEnd,omitzero"`
 }
 
 // used is the record of rec once exchanged for grantID: what a second use needs
@@ -52,7 +54,7 @@ type codeRecord struct {
 // are never empty in it.
 func (rec codeRecord) used(grantID string) codeRecord {
 	return codeRecord{ClientID: rec.ClientID, HumanID: rec.HumanID, ExpiresAt: rec.ExpiresAt, GrantID: grantID,
-		PlannedGrant: rec.PlannedGrant, Session: rec.Session}
+		PlannedGrant: rec.PlannedGrant, Session: rec.Session, SessionEnd: rec.SessionEnd}
 }
 
 // grant is what one code exchange started: its refresh family and its revocation.
@@ -70,6 +72,11 @@ type grant struct {
 	// none, or a grant of an earlier release): a logout with its ID token as
 	// id_token_hint ends that session's logins (singlelogout.go).
 	Session string `json:"session,omitempty"`
+	// KeepUntil keeps the record in the store past ExpiresAt, until its SSO
+	// session ends (zero for none): a login without offline_access is then still
+	// found, and its client told, by a single logout after its tokens expired
+	// (the client's own session may live on). It changes no token's life.
+	KeepUntil time.Time `json:"keepUntil,omitzero"`
 }
 
 // TokenResponse is the answer of the token endpoint (the spec's table).
@@ -258,7 +265,7 @@ func (s *Service) redeemCode(ctx context.Context, c *caller, code, redirectURI, 
 		// A client without the refresh_token grant is granted no offline_access
 		// (a code issued before it lost that grant, too): no refresh token.
 		g = &grant{ClientID: clientID, HumanID: rec.HumanID, Scopes: cl.withoutRefresh(rec.Scopes), Resource: rec.Resource, AuthTime: rec.AuthTime,
-			Session: rec.Session}
+			Session: rec.Session, KeepUntil: rec.SessionEnd}
 		if err := s.checkGranted(cl, g, resources); err != nil {
 			return err
 		}
@@ -332,7 +339,7 @@ func (s *Service) putGrant(txn storage.Txn, id string, g *grant, ttl time.Durati
 	if err != nil {
 		return err
 	}
-	return txn.Set(grantKey(id), b, max(g.ExpiresAt.Sub(s.now())+bearer.Leeway, time.Second))
+	return txn.Set(grantKey(id), b, max(g.ExpiresAt.Sub(s.now())+bearer.Leeway, g.KeepUntil.Sub(s.now()), time.Second))
 }
 
 func getGrant(txn storage.Txn, id string) (*grant, error) {
