@@ -2,6 +2,9 @@
 // Logout 1.0 (core/oidc/backchannel.go) to the clients' backchannel_logout_uri:
 // a POST of logout_token=… (application/x-www-form-urlencoded, BCL 2.5), from a
 // bounded in-memory queue and a few workers, each request within a time limit,
+// a client's logouts one at a time (so that a slow relying party holds one
+// worker, not all), the operator's clients' on workers of their own (so that no
+// self-registered client delays or drops theirs),
 // no redirect followed, 200 or 204 a success, one retry after a short backoff on
 // a network error or a 5xx answer, then given up.
 //
@@ -54,6 +57,8 @@ const (
 
 // Config builds a Sender; zero fields take the defaults above.
 type Config struct {
+	// Workers is the number of workers of each of the two queues (the
+	// operator's clients', the others'); QueueLen the length of each.
 	Workers  int
 	QueueLen int
 	// Timeout bounds each request (connection, TLS, answer's header and body).
@@ -76,10 +81,11 @@ type Config struct {
 // starts its workers; Close stops them, cancelling the requests under way and
 // dropping what is queued. Send after Close drops.
 type Sender struct {
-	cfg        Config
-	queue      chan oidc.BackchannelLogout
-	operator   *http.Client // any host
-	restricted *http.Client // public addresses only (clientmeta.DialChecked)
+	cfg Config
+	// operator delivers the operator's clients' logouts (any host), restricted
+	// the others' (public addresses only: clientmeta.DialChecked): each its own
+	// queue and workers.
+	operator, restricted *lane
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -107,14 +113,66 @@ func New(cfg Config) *Sender {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
-	s := &Sender{cfg: cfg, queue: make(chan oidc.BackchannelLogout, cfg.QueueLen)}
+	s := &Sender{cfg: cfg}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	var d net.Dialer
-	s.operator = s.client(d.DialContext)
-	s.restricted = s.client(func(ctx context.Context, network, addr string) (net.Conn, error) {
+	s.operator = s.newLane(s.client(d.DialContext))
+	s.restricted = s.newLane(s.client(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return clientmeta.DialChecked(ctx, cfg.Resolver, cfg.AllowPrivate, network, addr)
-	})
+	}))
 	return s
+}
+
+// lane is a queue, its workers' HTTP client, and the clients being delivered
+// to: a worker that takes a logout of a client another worker is sending to
+// leaves it behind that one (busy), which sends it next, so that one client's
+// logouts go one at a time and a relying party that answers slowly holds one
+// worker only. busy has at most Workers entries, each at most QueueLen long.
+type lane struct {
+	queue  chan oidc.BackchannelLogout
+	client *http.Client
+	mu     sync.Mutex
+	busy   map[string][]oidc.BackchannelLogout
+}
+
+func (s *Sender) newLane(c *http.Client) *lane {
+	return &lane{queue: make(chan oidc.BackchannelLogout, s.cfg.QueueLen), client: c,
+		busy: map[string][]oidc.BackchannelLogout{}}
+}
+
+// claim makes l's client this worker's, or leaves l behind the worker that has
+// it (false); a backlog as long as the queue drops l (false).
+func (s *Sender) claim(ln *lane, l oidc.BackchannelLogout) bool {
+	ln.mu.Lock()
+	backlog, taken := ln.busy[l.ClientID]
+	switch {
+	case !taken:
+		ln.busy[l.ClientID] = nil
+		ln.mu.Unlock()
+		return true
+	case len(backlog) < s.cfg.QueueLen:
+		ln.busy[l.ClientID] = append(backlog, l)
+		ln.mu.Unlock()
+		return false
+	}
+	ln.mu.Unlock()
+	s.report(l.ClientID, Dropped, fmt.Errorf("the client's back-channel logouts waiting are too many (%d)", s.cfg.QueueLen))
+	return false
+}
+
+// next is the logout of client id left behind this worker, or, with none, it
+// releases the client (false).
+func (ln *lane) next(id string) (oidc.BackchannelLogout, bool) {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	backlog := ln.busy[id]
+	if len(backlog) == 0 {
+		delete(ln.busy, id)
+		return oidc.BackchannelLogout{}, false
+	}
+	l := backlog[0]
+	ln.busy[id] = backlog[1:]
+	return l, true
 }
 
 func (s *Sender) client(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
@@ -138,7 +196,8 @@ func (s *Sender) client(dial func(ctx context.Context, network, addr string) (ne
 func (s *Sender) Start() {
 	s.once.Do(func() {
 		for range s.cfg.Workers {
-			s.wg.Go(s.work)
+			s.wg.Go(func() { s.work(s.operator) })
+			s.wg.Go(func() { s.work(s.restricted) })
 		}
 	})
 }
@@ -150,18 +209,21 @@ func (s *Sender) Close() {
 		s.once.Do(func() {}) // no Start after Close
 		s.cancel()
 		s.wg.Wait()
-		for {
-			select {
-			case l := <-s.queue:
-				s.report(l.ClientID, Dropped, errors.New("palmgate stopped (a config reload) before it was sent"))
-			default:
-				s.operator.CloseIdleConnections()
-				s.restricted.CloseIdleConnections()
-				return
+		for _, ln := range []*lane{s.operator, s.restricted} {
+			for drained := false; !drained; {
+				select {
+				case l := <-ln.queue:
+					s.report(l.ClientID, Dropped, errStopped)
+				default:
+					drained = true
+				}
 			}
+			ln.client.CloseIdleConnections()
 		}
 	})
 }
+
+var errStopped = errors.New("palmgate stopped (a config reload) before it was sent")
 
 // Send queues l; with the queue full, or the sender closed, it drops l.
 func (s *Sender) Send(l oidc.BackchannelLogout) {
@@ -169,38 +231,51 @@ func (s *Sender) Send(l oidc.BackchannelLogout) {
 		s.report(l.ClientID, Dropped, errors.New("palmgate is stopping"))
 		return
 	}
+	ln := s.operator
+	if l.Restricted {
+		ln = s.restricted
+	}
 	select {
-	case s.queue <- l:
+	case ln.queue <- l:
 	default:
 		s.report(l.ClientID, Dropped, fmt.Errorf("the back-channel logout queue is full (%d)", s.cfg.QueueLen))
 	}
 }
 
-func (s *Sender) work() {
+func (s *Sender) work(ln *lane) {
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case l := <-s.queue:
+		case l := <-ln.queue:
 			if s.ctx.Err() != nil { // both were ready: Close won
-				s.report(l.ClientID, Dropped, errors.New("palmgate stopped (a config reload) before it was sent"))
+				s.report(l.ClientID, Dropped, errStopped)
 				return
 			}
-			s.deliver(l)
+			if !s.claim(ln, l) {
+				continue // behind the worker sending to its client
+			}
+			for more := true; more; l, more = ln.next(l.ClientID) {
+				if s.ctx.Err() != nil {
+					s.report(l.ClientID, Dropped, errStopped)
+					continue
+				}
+				s.deliver(ln.client, l)
+			}
 		}
 	}
 }
 
 // deliver POSTs l, once more after the backoff on a network error or a 5xx.
-func (s *Sender) deliver(l oidc.BackchannelLogout) {
-	retry, err := s.post(l)
+func (s *Sender) deliver(c *http.Client, l oidc.BackchannelLogout) {
+	retry, err := s.post(c, l)
 	if err != nil && retry {
 		t := time.NewTimer(s.cfg.Backoff)
 		select {
 		case <-s.ctx.Done():
 			t.Stop()
 		case <-t.C:
-			_, err = s.post(l)
+			_, err = s.post(c, l)
 		}
 	}
 	if err != nil {
@@ -211,7 +286,7 @@ func (s *Sender) deliver(l oidc.BackchannelLogout) {
 }
 
 // post sends l once; retry says whether a failure may be tried again.
-func (s *Sender) post(l oidc.BackchannelLogout) (retry bool, err error) {
+func (s *Sender) post(c *http.Client, l oidc.BackchannelLogout) (retry bool, err error) {
 	if err := s.ctx.Err(); err != nil {
 		return false, errors.New("palmgate stopped before it was sent")
 	}
@@ -224,10 +299,6 @@ func (s *Sender) post(l oidc.BackchannelLogout) (retry bool, err error) {
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Cache-Control", "no-store")
-	c := s.operator
-	if l.Restricted {
-		c = s.restricted
-	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return true, fmt.Errorf("POST %s: %w", hostOf(l.URI), redact(unwrapURL(err), l.Token))
