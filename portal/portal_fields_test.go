@@ -60,7 +60,7 @@ func TestAppLogoutAndAlgFields(t *testing.T) {
 
 // TestAppBackchannelLogoutURI: the portal's forms set and clear an
 // application's back-channel logout URI and its page shows it; a developer's
-// must be https (or http on a loopback host) without a fragment.
+// must be https (not http, even on localhost: palmgate's own) without a fragment.
 func TestAppBackchannelLogoutURI(t *testing.T) {
 	p, _ := newPortal(t, "http://127.0.0.1:8080")
 	cookie := signedIn(p, "human-1")
@@ -80,7 +80,7 @@ func TestAppBackchannelLogoutURI(t *testing.T) {
 	if r := serve(p, "POST", "/portal/apps/"+id, form, cookie); r.Code != http.StatusOK || !strings.Contains(r.Body.String(), `id="backchannel-logout-uri"><`) {
 		t.Errorf("update clearing it: %d\n%s", r.Code, r.Body)
 	}
-	for _, v := range []string{"http://shop.example/bcl", "https://shop.example/bcl#x", "/bcl"} {
+	for _, v := range []string{"http://shop.example/bcl", "https://shop.example/bcl#x", "/bcl", "http://localhost:2019/stop"} {
 		for _, path := range []string{"/portal/apps", "/portal/apps/" + id} {
 			form := url.Values{"csrf": {csrf}, "name": {"Shop"}, "redirect_uris": {"https://shop.example/cb"}, "backchannel_logout_uri": {v}}
 			if r := serve(p, "POST", path, form, cookie); r.Code != http.StatusBadRequest || !strings.Contains(r.Body.String(), "backchannel_logout_uri") {

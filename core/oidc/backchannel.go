@@ -107,8 +107,11 @@ func (s *Service) logoutToken(cl *client, humanID, grantID string) (string, erro
 
 // CheckBackchannelLogoutURI checks a backchannel_logout_uri (BCL 2.2): an
 // absolute http or https URL without a fragment; https unless operator (the
-// operator's clients may name an intranet application over http) or its host is
-// a loopback one.
+// operator's clients may name an intranet application over http). Unlike a
+// redirect URI's, a loopback host is no exception: it is palmgate's own
+// machine, not the developer's, and a plain http service there (Caddy's admin
+// API) is what a developer's URI must not reach when the operator allowed
+// private addresses.
 func CheckBackchannelLogoutURI(uri string, operator bool) error {
 	u, err := url.Parse(uri)
 	switch {
@@ -120,8 +123,8 @@ func CheckBackchannelLogoutURI(uri string, operator bool) error {
 		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must not have a fragment", uri)
 	case u.User != nil:
 		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must not carry a user or password", uri)
-	case u.Scheme == "http" && !operator && !loopbackHost(u.Hostname()):
-		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must use https (http only on a loopback host)", uri)
+	case u.Scheme == "http" && !operator:
+		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must use https", uri)
 	}
 	return nil
 }

@@ -279,8 +279,13 @@ func TestCheckBackchannelLogoutURI(t *testing.T) {
 	}{
 		{"https://app.example.com/bcl", true, true},
 		{"https://app.example.com/bcl?logout=backchannel", true, true},
-		{"http://127.0.0.1:8080/bcl", true, true},
-		{"http://localhost/bcl", true, true},
+		// Not a developer's (fourth review): the loopback host is palmgate's own,
+		// which its POST reaches only with allow_private, and then any plain
+		// http service there (Caddy's admin API: POST /stop).
+		{"http://127.0.0.1:8080/bcl", true, false},
+		{"http://localhost/bcl", true, false},
+		{"http://localhost:2019/stop", true, false},
+		{"http://[::1]:2019/stop", true, false},
 		{"http://intranet.corp/bcl", true, false},
 		{"https://app.example.com/bcl#frag", false, false},
 		{"https://app.example.com/bcl#", false, false},
@@ -301,7 +306,7 @@ func TestCheckBackchannelLogoutURI(t *testing.T) {
 
 // TestBackchannelLogoutURIOfDynamicClients: the operator's dynamic client may
 // name an http URI on any host; a developer's or a self-registered one needs
-// https (or a loopback host); a self-registered one's logout tokens go out
+// https (http not even on a loopback host, palmgate's own); a self-registered one's logout tokens go out
 // Restricted (the sender checks the address), and the registration answers
 // backchannel_logout_session_required.
 func TestBackchannelLogoutURIOfDynamicClients(t *testing.T) {

@@ -168,7 +168,7 @@ type ClientSpec struct {
 	IDTokenAlg             *string
 	// BackchannelLogoutURI (nil: unchanged; "": none): see Client. The
 	// operator's clients may use http on any host; a developer's or a
-	// self-registered one's need https, or http on a loopback host.
+	// self-registered one's need https (CheckBackchannelLogoutURI).
 	BackchannelLogoutURI *string
 	// AccessTokenAudience (nil: unchanged; "": AudienceBaseURL).
 	AccessTokenAudience *string

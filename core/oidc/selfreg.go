@@ -81,8 +81,8 @@ type RegistrationRequest struct {
 	// validated as redirect_uris are; a logout without id_token_hint does not go
 	// there unseen (Logout.Confirm).
 	PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
-	// BackchannelLogoutURI (OpenID Connect Back-Channel Logout 1.0 2.2): https,
-	// or http on a loopback host; its address must be a public one unless the
+	// BackchannelLogoutURI (OpenID Connect Back-Channel Logout 1.0 2.2): https
+	// (CheckBackchannelLogoutURI); its address must be a public one unless the
 	// operator allowed private ones (edge/backchannel). Every logout token
 	// carries sid, so backchannel_logout_session_required is honoured whatever it
 	// says.
