@@ -47,6 +47,11 @@ type BackchannelLogout struct {
 	// not the operator's: the sender refuses private and loopback addresses
 	// (unless the operator allowed them for metadata documents).
 	Restricted bool
+	// Prepare, when not nil, gives URI and Token (both empty: the client has no
+	// backchannel_logout_uri, nothing to send): a metadata-document client's,
+	// whose document may need a fetch, which the sender makes off the request
+	// that ended the login (a document host may take seconds to answer).
+	Prepare func(ctx context.Context) (uri, token string, err error)
 }
 
 // LogoutSender delivers logout tokens (edge/backchannel). Send must not block:
@@ -77,6 +82,12 @@ func (s *Service) notifyEnded(ctx context.Context, rs ...revocation) {
 		if r.ended == nil {
 			continue
 		}
+		if id := r.ended.clientID; IsMetadataClientID(id) && s.clients.get(id) == nil {
+			if s.clients.metadata != nil {
+				s.logoutSender.Send(BackchannelLogout{ClientID: id, Restricted: true, Prepare: s.prepareLogout(*r.ended, r.grantID)})
+			}
+			continue
+		}
 		cl, err := s.clients.lookup(ctx, r.ended.clientID)
 		if err != nil || cl == nil || cl.backchannelLogoutURI == "" {
 			continue // a client gone or failing to read: nothing to tell, or no way to
@@ -87,6 +98,25 @@ func (s *Service) notifyEnded(ctx context.Context, rs ...revocation) {
 		}
 		s.logoutSender.Send(BackchannelLogout{ClientID: cl.id, URI: cl.backchannelLogoutURI, Token: token,
 			Restricted: cl.selfRegistered || cl.anonymous})
+	}
+}
+
+// prepareLogout is the BackchannelLogout.Prepare of a metadata-document
+// client's grant grantID: its document read (or fetched) then.
+func (s *Service) prepareLogout(e ended, grantID string) func(context.Context) (string, string, error) {
+	return func(ctx context.Context) (string, string, error) {
+		cl, err := s.clients.lookup(ctx, e.clientID)
+		if err != nil {
+			return "", "", err
+		}
+		if cl == nil || cl.backchannelLogoutURI == "" {
+			return "", "", nil
+		}
+		token, err := s.logoutToken(cl, e.humanID, grantID)
+		if err != nil {
+			return "", "", err
+		}
+		return cl.backchannelLogoutURI, token, nil
 	}
 }
 

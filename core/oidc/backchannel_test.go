@@ -355,3 +355,68 @@ func TestBackchannelLogoutURIOfDynamicClients(t *testing.T) {
 		t.Errorf("sent %+v; want one, restricted, to %s", got, public)
 	}
 }
+
+// blockedDocs is a metadata document host that answers nothing until its
+// caller gives up.
+type blockedDocs struct{ asked chan string }
+
+func (b blockedDocs) Fetch(ctx context.Context, id string) ([]byte, error) {
+	b.asked <- id
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestBackchannelLogoutMetadataClientNotFetchedInline (fourth review): the
+// end of a person who used a metadata-document client does not wait for that
+// client's document (a host that answers slowly, 5 s each, one per client):
+// the sender fetches it, off the request; what it then sends is the client's
+// logout token to the document's URI.
+func TestBackchannelLogoutMetadataClientNotFetchedInline(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	sent := withBackchannel(h)
+	bcl := "https://mcp.example.test/bcl"
+	docs := &fakeDocs{docs: map[string]string{docURL: `{"client_id":"` + docURL + `","redirect_uris":["` + regLoopback + `"],"backchannel_logout_uri":"` + bcl + `"}`}}
+	h.svc.clients.metadata = docs
+	l := h.login(t, regParams(docURL, regLoopback), "alice")
+	resp, err := h.token("grant_type", "authorization_code", "client_id", docURL, "code", l.code,
+		"redirect_uri", regLoopback, "code_verifier", spaVerifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := blockedDocs{asked: make(chan string, 10)}
+	h.svc.clients.metadata = blocked
+	endCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.svc.EndHuman(endCtx, l.humanID, EndHumanOptions{Revoke: true})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case id := <-blocked.asked:
+		cancel()
+		<-done
+		t.Fatalf("ending the person waited for the metadata document of %s", id)
+	}
+	got := sent.take()
+	if len(got) != 1 || got[0].ClientID != docURL || !got[0].Restricted || got[0].Prepare == nil {
+		t.Fatalf("sent %+v; want one restricted logout of %s, prepared by the sender", got, docURL)
+	}
+	h.svc.clients.metadata = docs
+	uri, token, err := got[0].Prepare(ctx)
+	if err != nil || uri != bcl {
+		t.Fatalf("Prepare = %q, %v; want %s", uri, err, bcl)
+	}
+	var c LogoutClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(token, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.SID != idClaims(t, resp.IDToken).GrantID || len(c.Audience) != 1 || c.Audience[0] != docURL {
+		t.Errorf("logout token sid %q aud %v; want the login's sid and %s", c.SID, c.Audience, docURL)
+	}
+}

@@ -1,9 +1,12 @@
 package backchannel
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +48,31 @@ func TestSlowClientDoesNotStarveOthers(t *testing.T) {
 	slices.Sort(list)
 	if !slices.Equal(list, []string{"developer:sent", "operator:sent"}) {
 		t.Errorf("reports %v; want the operator's and the developer's client sent", list)
+	}
+}
+
+// TestSendPrepares: a logout with Prepare (a metadata-document client's) is
+// prepared by a worker: posted to the URI it gives, failed when it fails, and
+// neither sent nor reported when it gives no URI (the client has none).
+func TestSendPrepares(t *testing.T) {
+	got := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		got <- r.PostForm.Get("logout_token")
+	}))
+	t.Cleanup(srv.Close)
+	s, o := start(t, Config{AllowPrivate: true, Workers: 1})
+	prep := func(uri, tok string, err error) func(context.Context) (string, string, error) {
+		return func(context.Context) (string, string, error) { return uri, tok, err }
+	}
+	s.Send(oidc.BackchannelLogout{ClientID: "none", Restricted: true, Prepare: prep("", "", nil)})
+	s.Send(oidc.BackchannelLogout{ClientID: "broken", Restricted: true, Prepare: prep("", "", errors.New("its document is gone"))})
+	s.Send(oidc.BackchannelLogout{ClientID: "doc", Restricted: true, Prepare: prep(srv.URL, token, nil)})
+	list, errs := o.wait(t, 2)
+	if !slices.Equal(list, []string{"broken:failed", "doc:sent"}) || !strings.Contains(errs[0], "its document is gone") {
+		t.Errorf("reports %v %v; want broken failed (why), doc sent, none not reported", list, errs)
+	}
+	if tok := <-got; tok != token {
+		t.Errorf("posted %q; want the prepared token", tok)
 	}
 }

@@ -268,6 +268,19 @@ func (s *Sender) work(ln *lane) {
 
 // deliver POSTs l, once more after the backoff on a network error or a 5xx.
 func (s *Sender) deliver(c *http.Client, l oidc.BackchannelLogout) {
+	if l.Prepare != nil { // a metadata-document client's: its document first
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+		uri, token, err := l.Prepare(ctx)
+		cancel()
+		switch {
+		case err != nil:
+			s.report(l.ClientID, Failed, fmt.Errorf("reading its client metadata document: %w", redact(err, token)))
+			return
+		case uri == "":
+			return // no backchannel_logout_uri: nothing to send
+		}
+		l.URI, l.Token, l.Prepare = uri, token, nil
+	}
 	retry, err := s.post(c, l)
 	if err != nil && retry {
 		t := time.NewTimer(s.cfg.Backoff)
