@@ -41,16 +41,19 @@ type BackchannelLogout struct {
 	ClientID string
 	// URI is the client's backchannel_logout_uri.
 	URI string
-	// Token is the signed logout token: never to be logged.
+	// Token is the signed logout token: never to be logged. Empty until Prepare
+	// gave it.
 	Token string
 	// Restricted: the URI is a self-registered or metadata-document client's,
 	// not the operator's: the sender refuses private and loopback addresses
 	// (unless the operator allowed them for metadata documents).
 	Restricted bool
 	// Prepare, when not nil, gives URI and Token (both empty: the client has no
-	// backchannel_logout_uri, nothing to send): a metadata-document client's,
-	// whose document may need a fetch, which the sender makes off the request
-	// that ended the login (a document host may take seconds to answer).
+	// backchannel_logout_uri, nothing to send); the sender calls it when it
+	// takes the logout from its queue, so that the token's iat and exp count
+	// from then, and a metadata-document client's document (which may need a
+	// fetch: a document host may take seconds to answer) is read off the request
+	// that ended the login. The service gives every logout one.
 	Prepare func(ctx context.Context) (uri, token string, err error)
 }
 
@@ -92,12 +95,18 @@ func (s *Service) notifyEnded(ctx context.Context, rs ...revocation) {
 		if err != nil || cl == nil || cl.backchannelLogoutURI == "" {
 			continue // a client gone or failing to read: nothing to tell, or no way to
 		}
-		token, err := s.logoutToken(cl, r.ended.humanID, r.grantID)
-		if err != nil {
-			continue // no active key: the ID tokens fail the same way, and say so
-		}
-		s.logoutSender.Send(BackchannelLogout{ClientID: cl.id, URI: cl.backchannelLogoutURI, Token: token,
-			Restricted: cl.selfRegistered || cl.anonymous})
+		// Signed when the sender takes it (Prepare), so that one that waited in
+		// its queue is not past its exp when it arrives.
+		e, grantID := *r.ended, r.grantID
+		s.logoutSender.Send(BackchannelLogout{ClientID: cl.id, URI: cl.backchannelLogoutURI,
+			Restricted: cl.selfRegistered || cl.anonymous,
+			Prepare: func(context.Context) (string, string, error) {
+				token, err := s.logoutToken(cl, e.humanID, grantID)
+				if err != nil { // no active key: the ID tokens fail the same way
+					return "", "", err
+				}
+				return cl.backchannelLogoutURI, token, nil
+			}})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -25,6 +26,12 @@ type sentLogouts struct {
 }
 
 func (s *sentLogouts) Send(l BackchannelLogout) {
+	if l.Prepare != nil && l.URI != "" { // not a metadata client's: sign it now
+		_, token, err := l.Prepare(context.Background())
+		if err == nil {
+			l.Token = token
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.list = append(s.list, l)
@@ -418,5 +425,52 @@ func TestBackchannelLogoutMetadataClientNotFetchedInline(t *testing.T) {
 	}
 	if c.SID != idClaims(t, resp.IDToken).GrantID || len(c.Audience) != 1 || c.Audience[0] != docURL {
 		t.Errorf("logout token sid %q aud %v; want the login's sid and %s", c.SID, c.Audience, docURL)
+	}
+}
+
+// logoutTokenOf is the token the sender would POST now: signed by Prepare when
+// the logout has one.
+func logoutTokenOf(t *testing.T, l BackchannelLogout) string {
+	t.Helper()
+	if l.Prepare == nil {
+		return l.Token
+	}
+	_, token, err := l.Prepare(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// TestBackchannelLogoutTokenFreshWhenSent (fourth review): a logout token is
+// signed when the sender takes it from its queue, not when the login ended: one
+// that waited behind others (a thousand people ended at once, a relying party
+// answering slowly) is not already past its exp (2 minutes) when it arrives.
+func TestBackchannelLogoutTokenFreshWhenSent(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	sent := &sentLogouts{}
+	h.svc.clients.byID["app"].backchannelLogoutURI = appBackchannel + "/app"
+	h.svc.logoutSender = sent
+	tok := h.offlineLogin(t)
+	alice := idClaims(t, tok.IDToken)
+	humanID, err := h.svc.HumanBySubject(ctx, "app", alice.Subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.EndHuman(ctx, humanID, EndHumanOptions{Revoke: true}); err != nil {
+		t.Fatal(err)
+	}
+	got := sent.list
+	if len(got) != 1 {
+		t.Fatalf("sent %d; want 1", len(got))
+	}
+	h.clock.Advance(10 * time.Minute) // in the queue
+	var c LogoutClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(logoutTokenOf(t, got[0]), &c); err != nil {
+		t.Fatal(err)
+	}
+	if now := h.clock.Now(); !c.ExpiresAt.After(now) || c.SID != alice.GrantID {
+		t.Errorf("the token sent 10 minutes after the end: exp %v, now %v, sid %q; want a live token of sid %q", c.ExpiresAt, now, c.SID, alice.GrantID)
 	}
 }

@@ -268,13 +268,13 @@ func (s *Sender) work(ln *lane) {
 
 // deliver POSTs l, once more after the backoff on a network error or a 5xx.
 func (s *Sender) deliver(c *http.Client, l oidc.BackchannelLogout) {
-	if l.Prepare != nil { // a metadata-document client's: its document first
+	if l.Prepare != nil { // signed now (a metadata-document client's document read first)
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
 		uri, token, err := l.Prepare(ctx)
 		cancel()
 		switch {
 		case err != nil:
-			s.report(l.ClientID, Failed, fmt.Errorf("reading its client metadata document: %w", redact(err, token)))
+			s.report(l.ClientID, Failed, fmt.Errorf("preparing the logout token: %w", redact(err, token)))
 			return
 		case uri == "":
 			return // no backchannel_logout_uri: nothing to send
