@@ -154,8 +154,10 @@ func (s *Service) logoutToken(cl *client, humanID, grantID string) (string, erro
 func CheckBackchannelLogoutURI(uri string, operator bool) error {
 	u, err := url.Parse(uri)
 	switch {
-	case err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "":
+	case err != nil || !u.IsAbs() || u.Hostname() == "" || u.Opaque != "":
 		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must be an absolute http or https URL", uri)
+	case u.Port() != "" && !validPort(u.Port()):
+		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q has no valid port (1 to 65535)", uri)
 	case u.Scheme != "https" && u.Scheme != "http":
 		return clientErr(ErrClientInvalid, "backchannel_logout_uri %.200q must be an http or https URL", uri)
 	case u.Fragment != "" || u.RawFragment != "" || strings.Contains(uri, "#"):

@@ -301,6 +301,12 @@ func TestCheckBackchannelLogoutURI(t *testing.T) {
 		{"javascript:alert(1)", false, false},
 		{"https://user:pw@app.example.com/", false, false},
 		{"https:///nohost", false, false},
+		// A URI no POST can reach (fourth review): accepted, then failed for ever.
+		{"https://:443/bcl", false, false},
+		{"https://app.example.com:99999/bcl", false, false},
+		{"https://app.example.com:0/bcl", false, false},
+		{"https://app.example.com:/bcl", true, true},
+		{"https://app.example.com:8443/bcl", true, true},
 	} {
 		if err := CheckBackchannelLogoutURI(tc.uri, true); (err == nil) != tc.operator {
 			t.Errorf("operator %q: %v; want ok %v", tc.uri, err, tc.operator)
