@@ -147,6 +147,26 @@ func newApacheBrowser(t *testing.T) *apacheBrowser {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
+// waitApacheSignedOut waits until b's Apache session for page is gone (the
+// page sends it to palmgate's authorize again): the logout token goes out from
+// palmgate's queue, and Apache acts on it when it arrives. what names the session.
+func waitApacheSignedOut(t *testing.T, e *env, b *apacheBrowser, page, issuer, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		status, loc, _ := b.get(t, page)
+		if status == http.StatusFound && strings.HasPrefix(loc, issuer+"/authorize?") {
+			return
+		}
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d to %q, want 200 (not yet) or 302 to palmgate's authorize", what, status, loc)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still passes 20s later: no back-channel logout\npalmgate log:\n%s", what, e.Log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (b *apacheBrowser) get(t *testing.T, u string) (int, string, string) {
 	t.Helper()
 	req, err := http.NewRequest("GET", u, nil)
@@ -206,20 +226,7 @@ func TestBackchannelLogoutModAuthOpenIDC(t *testing.T) {
 
 	testserver.Do(t, "DELETE", "http://"+e.AdminAddr+"/palmgate/humans/"+aliceID+"/sessions?revoke=grants", nil).
 		ExpectStatus(t, http.StatusOK)
-	// The logout token goes out from palmgate's queue: wait until Apache acts on it.
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		status, loc, _ := alice.get(t, page)
-		if status == http.StatusFound && strings.HasPrefix(loc, issuer+"/authorize?") {
-			break
-		}
-		if status != http.StatusOK {
-			t.Fatalf("alice after the end: %d to %q, want 200 (not yet) or 302 to palmgate's authorize", status, loc)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alice's Apache session still passes 20s after the operator ended her: no back-channel logout\npalmgate log:\n%s", e.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitApacheSignedOut(t, e, alice, page, issuer, "alice's Apache session, after the operator ended her")
 	if status, loc, _ := bob.get(t, page); status != http.StatusOK {
 		t.Errorf("bob after alice's end: %d to %q, want his session to pass", status, loc)
 	}

@@ -123,18 +123,5 @@ func TestSingleLogoutModAuthOpenIDC(t *testing.T) {
 	}
 
 	e.do(t, "GET", "/oauth2/logout?"+url.Values{"id_token_hint": {str(tokA["id_token"])}}.Encode(), nil).ExpectStatus(t, http.StatusOK)
-	// The logout token goes out from palmgate's queue: wait until Apache acts on it.
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		status, loc, _ := ap.get(t, page)
-		if status == http.StatusFound && strings.HasPrefix(loc, issuer+"/authorize?") {
-			break
-		}
-		if status != http.StatusOK {
-			t.Fatalf("Apache after a's logout: %d to %q, want 200 (not yet) or 302 to palmgate's authorize", status, loc)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Apache session still passes 20s after a's logout: no single logout\npalmgate log:\n%s", e.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitApacheSignedOut(t, e, ap, page, issuer, "the Apache session signed in through the SSO session, after a's logout")
 }

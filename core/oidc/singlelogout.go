@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -113,17 +114,12 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 				return err
 			}
 		}
-		for _, id := range ids {
-			if _, err := uuid.Parse(id); err != nil {
-				continue // not a grant id: nothing this package wrote
-			}
-			r, err := s.revokeGrant(txn, id)
-			if err != nil {
-				return err
-			}
-			done = append(done, r)
-		}
-		return nil
+		ids = slices.DeleteFunc(ids, func(id string) bool {
+			_, err := uuid.Parse(id)
+			return err != nil // not a grant id: nothing this package wrote
+		})
+		done, err = s.revokeGrants(txn, ids, done)
+		return err
 	})
 	if err != nil {
 		return false, 0, err

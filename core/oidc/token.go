@@ -398,21 +398,28 @@ func (s *Service) revokeGrant(txn storage.Txn, id string) (revocation, error) {
 func (s *Service) revoke(ctx context.Context, ids ...string) error {
 	var done []revocation
 	err := s.store.Update(ctx, func(txn storage.Txn) error {
-		done = done[:0] // fn may run again: nothing of a run before
-		for _, id := range ids {
-			r, err := s.revokeGrant(txn, id)
-			if err != nil {
-				return err
-			}
-			done = append(done, r)
-		}
-		return nil
+		var err error
+		done, err = s.revokeGrants(txn, ids, done[:0]) // fn may run again: nothing of a run before
+		return err
 	})
 	if err != nil {
 		return err
 	}
 	s.committed(done...)
 	return nil
+}
+
+// revokeGrants revokes grants ids in txn (revokeGrant), appending each
+// revocation to done.
+func (s *Service) revokeGrants(txn storage.Txn, ids []string, done []revocation) ([]revocation, error) {
+	for _, id := range ids {
+		r, err := s.revokeGrant(txn, id)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, r)
+	}
+	return done, nil
 }
 
 // revokeClientGrants revokes the live grants of a client. Grants have no index by
