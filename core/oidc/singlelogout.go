@@ -80,7 +80,10 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		case !errors.As(err, &oe): // a fault: expired from the store
 			return err
 		}
-		if validSessionID(browser) && !(g != nil && g.Session == sessionHash(browser)) {
+		// The browser's session only for a hint of a login live until now: an
+		// old hint (revoked, expired from the store) may be anyone's copy, from
+		// logs or browser storage, sent with the person's browser (fourth review).
+		if live && validSessionID(browser) && g.Session != sessionHash(browser) {
 			sess, err := s.getSession(txn, sessionHash(browser))
 			if err != nil {
 				return err
