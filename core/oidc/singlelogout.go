@@ -1,6 +1,7 @@
 package oidc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,7 +48,9 @@ func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest, session
 	}
 	if session != "" && sessionEnd.After(now) {
 		rec.PlannedGrant, rec.Session, rec.SessionEnd = uuid.NewString(), session, sessionEnd
-		if err := txn.Set(ssoGrantKey(session, rec.PlannedGrant), nil, sessionEnd.Sub(now)); err != nil {
+		// The entry names the code's key: a logout before the exchange deletes
+		// the code (endLogins), so no login it did not see starts after it.
+		if err := txn.Set(ssoGrantKey(session, rec.PlannedGrant), codeKey(code), sessionEnd.Sub(now)); err != nil {
 			return err
 		}
 	}
@@ -96,12 +99,15 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		}
 		ids := []string{grantID}
 		for _, hash := range sessions {
-			var keys [][]byte
+			var keys, codes [][]byte
 			prefix := ssoGrantPrefix(hash)
-			err := txn.IterateKeys(prefix, func(k []byte) (bool, error) {
+			err := txn.Iterate(prefix, func(k, v []byte) (bool, error) {
 				keys = append(keys, append([]byte(nil), k...))
 				if id := string(k[len(prefix):]); id != grantID {
 					ids = append(ids, id)
+				}
+				if len(v) > 0 { // an entry of an earlier release names no code
+					codes = append(codes, append([]byte(nil), v...))
 				}
 				return true, nil
 			})
@@ -112,6 +118,9 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 				if err := txn.Delete(k); err != nil {
 					return err
 				}
+			}
+			if err := deleteUnusedCodes(txn, codes); err != nil {
+				return err
 			}
 			if err := s.dropSession(txn, hash); err != nil {
 				return err
@@ -135,4 +144,30 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 	s.committed(done...)
 	s.notifyEnded(ctx, done...)
 	return live, logins, nil
+}
+
+// deleteUnusedCodes deletes the codes under keys not yet exchanged: one issued
+// through a session just before its logout, redeemed after it, is then
+// invalid_grant instead of a login the logout did not see (fourth review). A
+// code already exchanged stays, so that its reuse still revokes its grant.
+func deleteUnusedCodes(txn storage.Txn, keys [][]byte) error {
+	for _, k := range keys {
+		if !bytes.HasPrefix(k, []byte("oidc/code/")) {
+			continue // not a key this package wrote
+		}
+		b, err := txn.Get(k)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // expired, or deleted
+		}
+		if err != nil {
+			return err
+		}
+		if rec, err := decodeCode(b); err == nil && rec.GrantID != "" {
+			continue
+		}
+		if err := txn.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -46,3 +46,22 @@ func TestSingleLogoutStaleHintEndsNothingOfTheBrowser(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleLogoutEndsCodesInFlight (fourth review): a code the session issued
+// just before the logout, redeemed after it, is invalid_grant: the logout
+// deletes the session's codes not yet redeemed (the index entry names its
+// code), so no login the logout did not see starts afterwards.
+func TestSingleLogoutEndsCodesInFlight(t *testing.T) {
+	w := newSLOWorld(t)
+	ctx := context.Background()
+	code := wantCode(t)(w.h.inSession(w.sess.ID, testBrowser, "scope", "openid offline_access", "prompt", "none"))
+	if _, err := w.h.svc.EndSession(ctx, url.Values{"id_token_hint": {w.a.IDToken}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := w.h.svc.ExchangeCode(ctx, "app", code, appRedirect, "")
+	if err == nil {
+		_, rerr := w.h.svc.Refresh(ctx, "app", resp.RefreshToken, "")
+		t.Fatalf("a code of the session redeemed after its logout answered tokens (refresh then: %v); want invalid_grant", rerr)
+	}
+	wantError(t, err, ErrInvalidGrant)
+}
