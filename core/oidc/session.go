@@ -128,6 +128,9 @@ var errNoSession = errors.New("no sso session")
 // store (fn may run again).
 func (s *Service) startSession(txn storage.Txn, id, old string, ar *AuthRequest) (*Session, error) {
 	if old != "" && validSessionID(old) {
+		if err := s.carryLogins(txn, sessionHash(old), sessionHash(id), ar.HumanID); err != nil {
+			return nil, err
+		}
 		if err := s.dropSession(txn, sessionHash(old)); err != nil {
 			return nil, err
 		}

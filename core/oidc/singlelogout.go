@@ -31,6 +31,59 @@ import (
 // without a hint revokes nothing (anyone's page can send one).
 
 func ssoGrantPrefix(hash string) []byte { return []byte("oidc/sso-grant/" + hash + "/") }
+func ssoNextKey(hash string) []byte     { return []byte("oidc/sso-next/" + hash) }
+
+// maxSessionChain bounds how many sessions a logout follows through
+// oidc/sso-next (one per new scan of the same person in one browser).
+const maxSessionChain = 32
+
+// carryLogins: a new palm scan of humanID in a browser whose session oldHash
+// was that person's starts session newHash, which keeps the old one's logins
+// (its index entries, copied until the new one ends), and oldHash forwards to
+// newHash: a logout of a login of either ends both. The person signed in to
+// those applications in this browser and expects one sign-out to end them
+// (fourth review). Another person's scan takes nothing of the old session.
+func (s *Service) carryLogins(txn storage.Txn, oldHash, newHash, humanID string) error {
+	prev, err := s.getSession(txn, oldHash)
+	if err != nil || prev == nil || prev.HumanID != humanID {
+		return err
+	}
+	type entry struct{ id, v []byte }
+	var entries []entry
+	prefix := ssoGrantPrefix(oldHash)
+	err = txn.Iterate(prefix, func(k, v []byte) (bool, error) {
+		entries = append(entries, entry{bytes.Clone(k[len(prefix):]), bytes.Clone(v)})
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := txn.Set(ssoGrantKey(newHash, string(e.id)), e.v, s.ssoTTL); err != nil {
+			return err
+		}
+	}
+	return txn.Set(ssoNextKey(oldHash), []byte(newHash), s.ssoTTL)
+}
+
+// sessionChain is hash and the sessions it was carried into (carryLogins).
+func sessionChain(txn storage.Txn, hash string) ([]string, error) {
+	chain := []string{hash}
+	for len(chain) < maxSessionChain {
+		next, err := txn.Get(ssoNextKey(chain[len(chain)-1]))
+		if errors.Is(err, storage.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(chain, string(next)) {
+			break
+		}
+		chain = append(chain, string(next))
+	}
+	return chain, nil
+}
 func ssoGrantKey(hash, grantID string) []byte {
 	return append(ssoGrantPrefix(hash), grantID...)
 }
@@ -78,7 +131,9 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		case err == nil:
 			live = !g.Revoked
 			if g.Session != "" {
-				sessions = append(sessions, g.Session)
+				if sessions, err = sessionChain(txn, g.Session); err != nil {
+					return err
+				}
 			}
 		case !errors.As(err, &oe): // a fault: expired from the store
 			return err
@@ -86,7 +141,7 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		// The browser's session only for a hint of a login live until now: an
 		// old hint (revoked, expired from the store) may be anyone's copy, from
 		// logs or browser storage, sent with the person's browser (fourth review).
-		if live && validSessionID(browser) && g.Session != sessionHash(browser) {
+		if live && validSessionID(browser) && !slices.Contains(sessions, sessionHash(browser)) {
 			sess, err := s.getSession(txn, sessionHash(browser))
 			if err != nil {
 				return err
@@ -122,13 +177,19 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 			if err := deleteUnusedCodes(txn, codes); err != nil {
 				return err
 			}
+			if err := txn.Delete(ssoNextKey(hash)); err != nil {
+				return err
+			}
 			if err := s.dropSession(txn, hash); err != nil {
 				return err
 			}
 		}
+		seen := map[string]bool{} // a login carried into a later session is in both
 		ids = slices.DeleteFunc(ids, func(id string) bool {
 			_, err := uuid.Parse(id)
-			return err != nil // not a grant id: nothing this package wrote
+			dup := seen[id]
+			seen[id] = true
+			return err != nil || dup // not a grant id: nothing this package wrote
 		})
 		done, err = s.revokeGrants(txn, ids, done)
 		return err

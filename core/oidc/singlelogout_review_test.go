@@ -65,3 +65,51 @@ func TestSingleLogoutEndsCodesInFlight(t *testing.T) {
 	}
 	wantError(t, err, ErrInvalidGrant)
 }
+
+// TestSingleLogoutAfterANewScan (fourth review): a new palm scan in the same
+// browser (prompt=login, max_age) starts a new session and ends the one the
+// browser held; when the same person scans, the logins made through the old
+// one stay the browser's: a logout of a login of the new session ends them
+// too, from the browser and from a server alike. Another person's scan in
+// that browser takes none of them.
+func TestSingleLogoutAfterANewScan(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		cookie, old bool
+	}{{"new login's hint, browser", true, false}, {"new login's hint, backend", false, false}, {"old login's hint, backend", false, true}} {
+		w := newSLOWorld(t)
+		l, sess2 := w.h.scanLogin(t, []string{"prompt", "login"}, "alice", w.sess.ID)
+		c := w.h.exchange(t, l, "")
+		browser, hint := "", c.IDToken
+		if tc.cookie {
+			browser = sess2.ID
+		}
+		if tc.old {
+			hint = w.a.IDToken
+		}
+		out, err := w.h.svc.EndSessionFrom(ctx, url.Values{"id_token_hint": {hint}}, browser)
+		if err != nil || out.Logins != 4 {
+			t.Errorf("%s: EndSession = %+v, %v; want the new login and the old session's 3 ended", tc.name, out, err)
+		}
+		w.wantEnded(t, map[string]bool{"a": true, "b": true, "b2": true})
+		if _, err := w.h.svc.Refresh(ctx, "app", c.RefreshToken, ""); c.RefreshToken != "" && err == nil {
+			t.Errorf("%s: the new login's refresh still works", tc.name)
+		}
+		if _, err := w.h.svc.VerifyAccessToken(ctx, c.AccessToken); err == nil {
+			t.Errorf("%s: the new login's access token still works", tc.name)
+		}
+		_, err = w.h.inSession(sess2.ID, testBrowser, "prompt", "none")
+		wantError(t, err, ErrLoginRequired)
+	}
+	t.Run("another person", func(t *testing.T) {
+		w := newSLOWorld(t)
+		l, _ := w.h.scanLogin(t, []string{"prompt", "login"}, "bob", w.sess.ID)
+		c := w.h.exchange(t, l, "")
+		out, err := w.h.svc.EndSession(ctx, url.Values{"id_token_hint": {c.IDToken}})
+		if err != nil || out.Logins != 1 {
+			t.Errorf("EndSession = %+v, %v; want bob's login alone", out, err)
+		}
+		w.wantEnded(t, nil)
+	})
+}
