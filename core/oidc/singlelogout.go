@@ -58,9 +58,30 @@ func (s *Service) carryLogins(txn storage.Txn, oldHash, newHash, humanID string)
 	if err != nil {
 		return err
 	}
+	end := s.now().Add(s.ssoTTL)
 	for _, e := range entries {
 		if err := txn.Set(ssoGrantKey(newHash, string(e.id)), e.v, s.ssoTTL); err != nil {
 			return err
+		}
+		// Its record is kept as long as the new session, as a login made
+		// through it (grant.KeepUntil); a code not yet exchanged keeps the old
+		// session's end.
+		if _, err := uuid.Parse(string(e.id)); err != nil {
+			continue
+		}
+		g, err := getGrant(txn, string(e.id))
+		var oe *fault.Error
+		switch {
+		case errors.As(err, &oe): // not exchanged yet, or expired from the store
+			continue
+		case err != nil:
+			return err
+		}
+		if !g.Revoked && g.KeepUntil.Before(end) {
+			g.KeepUntil = end
+			if err := s.putGrant(txn, string(e.id), g, 0); err != nil {
+				return err
+			}
 		}
 	}
 	return txn.Set(ssoNextKey(oldHash), []byte(newHash), s.ssoTTL)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/palmgate/palmgate/storage"
 )
@@ -112,4 +113,19 @@ func TestSingleLogoutAfterANewScan(t *testing.T) {
 		}
 		w.wantEnded(t, nil)
 	})
+}
+
+// TestCarriedLoginsKeptWithTheNewSession (fourth review): a login carried into
+// the same person's new session is kept in the store as long as that one, as
+// a login made through it (grant.KeepUntil): a logout late in the new session
+// still finds it, and tells its client, after its tokens expired.
+func TestCarriedLoginsKeptWithTheNewSession(t *testing.T) {
+	w := newSLOWorld(t)
+	w.h.clock.Advance(time.Hour)
+	ts := &ttlStore{Store: w.h.store, ttl: map[string]time.Duration{}}
+	w.h.svc.store = ts
+	w.h.scanLogin(t, []string{"prompt", "login"}, "alice", w.sess.ID)
+	if got := ts.ttl["oidc/grant/"]; got < ssoTTL {
+		t.Errorf("a carried login's record kept %s; want the new session's %s", got, ssoTTL)
+	}
 }
