@@ -141,7 +141,7 @@ func (s *Service) EndSessionFrom(ctx context.Context, params url.Values, browser
 	live := false // the hint's login was live until this request
 	if out.GrantID != "" {
 		var err error
-		if live, out.Logins, err = s.endLogins(ctx, out.GrantID, hintSub, cl, browser); err != nil {
+		if live, out.Logins, ended.HumanID, err = s.endLogins(ctx, out.GrantID, hintSub, cl, browser); err != nil {
 			return nil, err
 		}
 		ended.Outcome = event.Revoked

@@ -139,18 +139,19 @@ func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest, session
 // subject at cl's sector is hintSub, and every login made through its SSO
 // session and through the browser's (browser, the id in its cookie, "" for
 // none) when that one is the hint's person's; it ends those sessions. It
-// reports whether grantID was live until then and how many live logins it
-// ended.
-func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *client, browser string) (live bool, logins int, err error) {
+// reports whether grantID was live until then, how many live logins it ended
+// and whose they were (humanID, "" when the hint's login is gone from the store
+// and none ended).
+func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *client, browser string) (live bool, logins int, humanID string, err error) {
 	var done []revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		live, done = false, done[:0] // fn may run again: nothing of a run before
+		live, humanID, done = false, "", done[:0] // fn may run again: nothing of a run before
 		var sessions []string
 		g, err := getGrant(txn, grantID)
 		var oe *fault.Error
 		switch {
 		case err == nil:
-			live = !g.Revoked
+			live, humanID = !g.Revoked, g.HumanID
 			if g.Session != "" {
 				if sessions, err = sessionChain(txn, g.Session); err != nil {
 					return err
@@ -216,16 +217,19 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		return err
 	})
 	if err != nil {
-		return false, 0, err
+		return false, 0, "", err
 	}
 	for _, r := range done {
 		if r.ended != nil {
 			logins++
+			if humanID == "" {
+				humanID = r.ended.humanID
+			}
 		}
 	}
 	s.committed(done...)
 	s.notifyEnded(ctx, done...)
-	return live, logins, nil
+	return live, logins, humanID, nil
 }
 
 // deleteUnusedCodes deletes the codes under keys not yet exchanged: one issued

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/palmgate/palmgate/core/event"
+	"github.com/palmgate/palmgate/core/event/eventtest"
 	"github.com/palmgate/palmgate/storage"
 )
 
@@ -127,5 +129,23 @@ func TestCarriedLoginsKeptWithTheNewSession(t *testing.T) {
 	w.h.scanLogin(t, []string{"prompt", "login"}, "alice", w.sess.ID)
 	if got := ts.ttl["oidc/grant/"]; got < ssoTTL {
 		t.Errorf("a carried login's record kept %s; want the new session's %s", got, ssoTTL)
+	}
+}
+
+// TestSingleLogoutEventNamesThePerson (fourth review): the logout's event (the
+// audit entry `logout`) names the person whose logins it ended: a single
+// logout ends logins at other applications than its client_id, and the
+// operator asked why B signed someone out finds them by humanId.
+func TestSingleLogoutEventNamesThePerson(t *testing.T) {
+	w := newSLOWorld(t)
+	alice := w.h.humanOf(t, "alice")
+	var rec eventtest.Recorder
+	w.h.svc.events = rec.Sink()
+	if _, err := w.h.svc.EndSession(context.Background(), url.Values{"id_token_hint": {w.a.IDToken}}); err != nil {
+		t.Fatal(err)
+	}
+	want := event.Event{Kind: event.Logout, Outcome: event.Revoked, ClientID: "other", HumanID: alice}
+	if got := rec.Take(); len(got) != 1 || got[0] != want {
+		t.Errorf("events = %+v; want %+v", got, want)
 	}
 }
