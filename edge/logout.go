@@ -67,9 +67,17 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	d := signedOutPageData{Title: "You are signed out", StatusClass: "ok", Outcome: "You are signed out."}
 	switch {
-	case out.Logins > 1:
+	case out.Logins > 1 && !out.BrowserKept:
 		// Single logout: the sign-ins of every application the session signed in to.
 		d.Lines = []string{"Your sign-ins to the applications you signed in to with palmgate here have ended: their tokens no longer work.", "Your palmgate session has ended: the next sign-in asks for your palm.", "You can close this page."}
+	case out.Logins > 1:
+		// The hint's session's sign-ins ended, not those of this browser's session
+		// (another person's, or the hint was an old one): only that session ended here.
+		d.Lines = []string{"The application's sign-in, and the others made with the same palmgate session, have ended: their tokens no longer work."}
+		if ended {
+			d.Lines = append(d.Lines, "Your palmgate session in this browser has ended: the next sign-in asks for your palm.")
+		}
+		d.Lines = append(d.Lines, "You can close this page.")
 	case out.GrantID != "" && ended:
 		d.Lines = []string{"The application's sign-in has ended: its tokens no longer work.", "Your palmgate session in this browser has ended: the next sign-in asks for your palm.", "You can close this page."}
 	case out.GrantID != "":

@@ -33,6 +33,11 @@ type Logout struct {
 	// other made through its SSO session (or the browser's, of the same
 	// person); 0 without a hint.
 	Logins int
+	// BrowserKept: the browser's own SSO session (its cookie) is another
+	// person's than the hint's, or the hint's login had ended already, so the
+	// logins made through that session went on (the edge still ends the
+	// session itself): its page must not say this person's sign-ins ended.
+	BrowserKept bool
 	// RedirectURI is the registered post_logout_redirect_uri to send the browser
 	// back to, and State the state to echo there; "" means show the signed-out page.
 	RedirectURI string
@@ -141,7 +146,7 @@ func (s *Service) EndSessionFrom(ctx context.Context, params url.Values, browser
 	live := false // the hint's login was live until this request
 	if out.GrantID != "" {
 		var err error
-		if live, out.Logins, ended.HumanID, err = s.endLogins(ctx, out.GrantID, hintSub, cl, browser); err != nil {
+		if live, out.Logins, ended.HumanID, out.BrowserKept, err = s.endLogins(ctx, out.GrantID, hintSub, cl, browser); err != nil {
 			return nil, err
 		}
 		ended.Outcome = event.Revoked

@@ -142,10 +142,13 @@ func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest, session
 // reports whether grantID was live until then, how many live logins it ended
 // and whose they were (humanID, "" when the hint's login is gone from the store
 // and none ended).
-func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *client, browser string) (live bool, logins int, humanID string, err error) {
+//
+// kept reports that the browser holds a live session whose logins go on (another
+// person's, or the hint was stale): its page must not say its sign-ins ended.
+func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *client, browser string) (live bool, logins int, humanID string, kept bool, err error) {
 	var done []revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		live, humanID, done = false, "", done[:0] // fn may run again: nothing of a run before
+		live, humanID, kept, done = false, "", false, done[:0] // fn may run again: nothing of a run before
 		var sessions []string
 		g, err := getGrant(txn, grantID)
 		var oe *fault.Error
@@ -163,15 +166,17 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		// The browser's session only for a hint of a login live until now: an
 		// old hint (revoked, expired from the store) may be anyone's copy, from
 		// logs or browser storage, sent with the person's browser (fourth review).
-		if live && validSessionID(browser) && !slices.Contains(sessions, sessionHash(browser)) {
+		if validSessionID(browser) && !slices.Contains(sessions, sessionHash(browser)) {
 			sess, err := s.getSession(txn, sessionHash(browser))
 			if err != nil {
 				return err
 			}
 			// Only the hint's person's: a page holding another person's ID token
 			// ends nothing of whoever's browser it sends there.
-			if sess != nil && PairwiseSubject(s.pairwiseSecret, cl.sector, sess.HumanID) == hintSub {
+			if live && sess != nil && PairwiseSubject(s.pairwiseSecret, cl.sector, sess.HumanID) == hintSub {
 				sessions = append(sessions, sessionHash(browser))
+			} else {
+				kept = sess != nil
 			}
 		}
 		ids := []string{grantID}
@@ -217,7 +222,7 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		return err
 	})
 	if err != nil {
-		return false, 0, "", err
+		return false, 0, "", false, err
 	}
 	for _, r := range done {
 		if r.ended != nil {
@@ -229,7 +234,7 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 	}
 	s.committed(done...)
 	s.notifyEnded(ctx, done...)
-	return live, logins, humanID, nil
+	return live, logins, humanID, kept, nil
 }
 
 // deleteUnusedCodes deletes the codes under keys not yet exchanged: one issued
