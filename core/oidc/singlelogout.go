@@ -155,10 +155,13 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		switch {
 		case err == nil:
 			live, humanID = !g.Revoked, g.HumanID
-			if g.Session != "" {
+			switch {
+			case g.Session != "" && live:
 				if sessions, err = sessionChain(txn, g.Session); err != nil {
 					return err
 				}
+			case g.Session != "": // an old hint: its own session, none it was carried into
+				sessions = []string{g.Session}
 			}
 		case !errors.As(err, &oe): // a fault: expired from the store
 			return err

@@ -149,3 +149,23 @@ func TestSingleLogoutEventNamesThePerson(t *testing.T) {
 		t.Errorf("events = %+v; want %+v", got, want)
 	}
 }
+
+// TestStaleHintFollowsNoNewerSession (fourth review): a hint of a login
+// already revoked ends the logins of the session it was made through, not of
+// the sessions the person's later scans in that browser started: as with the
+// browser's cookie, an old hint may be anyone's copy.
+func TestStaleHintFollowsNoNewerSession(t *testing.T) {
+	w := newSLOWorld(t)
+	ctx := context.Background()
+	if err := w.h.svc.revoke(ctx, w.aID.GrantID); err != nil { // a's login ended alone (a reused refresh token, say)
+		t.Fatal(err)
+	}
+	l, _ := w.h.scanLogin(t, []string{"prompt", "login", "scope", "openid offline_access"}, "alice", w.sess.ID)
+	c := w.h.exchange(t, l, "")
+	if _, err := w.h.svc.EndSession(ctx, url.Values{"id_token_hint": {w.a.IDToken}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.h.svc.Refresh(ctx, "app", c.RefreshToken, ""); err != nil {
+		t.Errorf("the login of the newer session, after a logout with an old hint: refresh refused (%v); want it to go on", err)
+	}
+}
