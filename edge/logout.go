@@ -52,6 +52,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 		if ended, err = s.oidc.EndSSOSession(r.Context(), s.sessionID(r)); err == nil && s.sessionID(r) != "" {
 			s.setSessionCookie(w, "", time.Time{})
 		}
+		ended = ended || out.SessionEnded // single logout dropped it already
 	}
 	if err != nil {
 		s.writeLogoutError(w, r, err)

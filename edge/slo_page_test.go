@@ -49,3 +49,22 @@ func TestLogoutPageOfAnotherPersonsHint(t *testing.T) {
 		"client_id": {testClientID}, "client_secret": {testSecret}}
 	wantStatus(t, e.postForm(t, "/oauth2/token", refresh, nil), http.StatusOK)
 }
+
+// TestLogoutPageSaysTheSessionEnded (fourth review): a logout from the browser
+// whose session made the hint's login, its only one, ends that session (single
+// logout drops it with its logins); the page says so, as before single logout.
+func TestLogoutPageSaysTheSessionEnded(t *testing.T) {
+	e := newEnv(t, withSSO(12*time.Hour))
+	l := e.authorize(t, authorizeQuery())
+	id, nonce := e.challenge(t, l)
+	e.devScan(t, id, nonce, "alice")
+	w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
+	wantStatus(t, w, http.StatusFound)
+	sess := cookieNamed(w, "__Host-palmgate_session")
+	loc, _ := url.Parse(w.Header().Get("Location"))
+	tw := e.postForm(t, "/oauth2/token", codeForm(loc.Query().Get("code")), nil)
+	wantStatus(t, tw, http.StatusOK)
+	w = e.do(t, req{method: http.MethodPost, target: "/oauth2/logout", contentType: "application/x-www-form-urlencoded",
+		body: url.Values{"id_token_hint": {decode(t, tw)["id_token"].(string)}}.Encode(), header: http.Header{"Accept": {"text/html"}}, cookies: []*http.Cookie{sess}})
+	wantPage(t, w, http.StatusOK, "Your palmgate session in this browser has ended")
+}

@@ -38,6 +38,9 @@ type Logout struct {
 	// logins made through that session went on (the edge still ends the
 	// session itself): its page must not say this person's sign-ins ended.
 	BrowserKept bool
+	// SessionEnded: the browser's own SSO session was live and ended with the
+	// logins (single logout drops it; EndSSOSession then finds none).
+	SessionEnded bool
 	// RedirectURI is the registered post_logout_redirect_uri to send the browser
 	// back to, and State the state to echo there; "" means show the signed-out page.
 	RedirectURI string
@@ -146,7 +149,7 @@ func (s *Service) EndSessionFrom(ctx context.Context, params url.Values, browser
 	live := false // the hint's login was live until this request
 	if out.GrantID != "" {
 		var err error
-		if live, out.Logins, ended.HumanID, out.BrowserKept, err = s.endLogins(ctx, out.GrantID, hintSub, cl, browser); err != nil {
+		if live, out.Logins, ended.HumanID, out.BrowserKept, out.SessionEnded, err = s.endLogins(ctx, out.GrantID, hintSub, cl, browser); err != nil {
 			return nil, err
 		}
 		ended.Outcome = event.Revoked

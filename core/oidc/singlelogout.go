@@ -144,11 +144,12 @@ func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest, session
 // and none ended).
 //
 // kept reports that the browser holds a live session whose logins go on (another
-// person's, or the hint was stale): its page must not say its sign-ins ended.
-func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *client, browser string) (live bool, logins int, humanID string, kept bool, err error) {
+// person's, or the hint was stale): its page must not say its sign-ins ended;
+// browserEnded that the browser's live session was among those ended.
+func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *client, browser string) (live bool, logins int, humanID string, kept, browserEnded bool, err error) {
 	var done []revocation
 	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		live, humanID, kept, done = false, "", false, done[:0] // fn may run again: nothing of a run before
+		live, humanID, kept, browserEnded, done = false, "", false, false, done[:0] // fn may run again: nothing of a run before
 		var sessions []string
 		g, err := getGrant(txn, grantID)
 		var oe *fault.Error
@@ -181,6 +182,13 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 			} else {
 				kept = sess != nil
 			}
+		}
+		if validSessionID(browser) && slices.Contains(sessions, sessionHash(browser)) {
+			sess, err := s.getSession(txn, sessionHash(browser))
+			if err != nil {
+				return err
+			}
+			browserEnded = sess != nil // dropped below, before the edge's EndSSOSession
 		}
 		ids := []string{grantID}
 		for _, hash := range sessions {
@@ -225,7 +233,7 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		return err
 	})
 	if err != nil {
-		return false, 0, "", false, err
+		return false, 0, "", false, false, err
 	}
 	for _, r := range done {
 		if r.ended != nil {
@@ -237,7 +245,7 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 	}
 	s.committed(done...)
 	s.notifyEnded(ctx, done...)
-	return live, logins, humanID, kept, nil
+	return live, logins, humanID, kept, browserEnded, nil
 }
 
 // deleteUnusedCodes deletes the codes under keys not yet exchanged: one issued
