@@ -17,10 +17,7 @@ func TestLogoutPageOfAnotherPersonsHint(t *testing.T) {
 	e := newEnv(t, withSSO(12*time.Hour))
 	signIn := func(who string) (*http.Cookie, []map[string]any) {
 		t.Helper()
-		l := e.authorize(t, authorizeQuery())
-		id, nonce := e.challenge(t, l)
-		e.devScan(t, id, nonce, who)
-		w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
+		w := e.scanned(t, authorizeQuery(), who)
 		wantStatus(t, w, http.StatusFound)
 		sess := cookieNamed(w, "__Host-palmgate_session")
 		var toks []map[string]any
@@ -55,10 +52,7 @@ func TestLogoutPageOfAnotherPersonsHint(t *testing.T) {
 // logout drops it with its logins); the page says so, as before single logout.
 func TestLogoutPageSaysTheSessionEnded(t *testing.T) {
 	e := newEnv(t, withSSO(12*time.Hour))
-	l := e.authorize(t, authorizeQuery())
-	id, nonce := e.challenge(t, l)
-	e.devScan(t, id, nonce, "alice")
-	w := e.do(t, req{method: http.MethodGet, target: "/oauth2/verify?auth_request_id=" + l.id, cookies: []*http.Cookie{l.cookie}})
+	w := e.scanned(t, authorizeQuery(), "alice")
 	wantStatus(t, w, http.StatusFound)
 	sess := cookieNamed(w, "__Host-palmgate_session")
 	loc, _ := url.Parse(w.Header().Get("Location"))
