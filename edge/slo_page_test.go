@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestLogoutPageOfAnotherPersonsHint (fourth review): a browser whose palmgate
+// TestLogoutPageOfAnotherPersonsHint (2026-11-27): a browser whose palmgate
 // session is bob's, sent to the logout endpoint with alice's hint (a page
 // holding her ID token), ends alice's session's logins and bob's session, not
 // bob's sign-ins: the page must not tell bob his sign-ins to the applications
@@ -47,7 +47,7 @@ func TestLogoutPageOfAnotherPersonsHint(t *testing.T) {
 	wantStatus(t, e.postForm(t, "/oauth2/token", refresh, nil), http.StatusOK)
 }
 
-// TestLogoutPageSaysTheSessionEnded (fourth review): a logout from the browser
+// TestLogoutPageSaysTheSessionEnded (2026-11-27): a logout from the browser
 // whose session made the hint's login, its only one, ends that session (single
 // logout drops it with its logins); the page says so, as before single logout.
 func TestLogoutPageSaysTheSessionEnded(t *testing.T) {

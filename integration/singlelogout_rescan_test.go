@@ -11,7 +11,7 @@ import (
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
-// TestSingleLogoutAfterANewScanPostgres (fourth review), on PostgreSQL: alice
+// TestSingleLogoutAfterANewScanPostgres (2026-11-27), on PostgreSQL: alice
 // signs in to c with a palm scan, then scans again in the same browser
 // (prompt=login: a new session, the old one ended); her session answers a
 // code she has not redeemed yet. A backend logout with the second login's

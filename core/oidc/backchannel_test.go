@@ -286,7 +286,7 @@ func TestCheckBackchannelLogoutURI(t *testing.T) {
 	}{
 		{"https://app.example.com/bcl", true, true},
 		{"https://app.example.com/bcl?logout=backchannel", true, true},
-		// Not a developer's (fourth review): the loopback host is palmgate's own,
+		// Not a developer's (2026-11-27): the loopback host is palmgate's own,
 		// which its POST reaches only with allow_private, and then any plain
 		// http service there (Caddy's admin API: POST /stop).
 		{"http://127.0.0.1:8080/bcl", true, false},
@@ -301,7 +301,7 @@ func TestCheckBackchannelLogoutURI(t *testing.T) {
 		{"javascript:alert(1)", false, false},
 		{"https://user:pw@app.example.com/", false, false},
 		{"https:///nohost", false, false},
-		// A URI no POST can reach (fourth review): accepted, then failed for ever.
+		// A URI no POST can reach (2026-11-27): accepted, then failed for ever.
 		{"https://:443/bcl", false, false},
 		{"https://app.example.com:99999/bcl", false, false},
 		{"https://app.example.com:0/bcl", false, false},
@@ -379,7 +379,7 @@ func (b blockedDocs) Fetch(ctx context.Context, id string) ([]byte, error) {
 	return nil, ctx.Err()
 }
 
-// TestBackchannelLogoutMetadataClientNotFetchedInline (fourth review): the
+// TestBackchannelLogoutMetadataClientNotFetchedInline (2026-11-27): the
 // end of a person who used a metadata-document client does not wait for that
 // client's document (a host that answers slowly, 5 s each, one per client):
 // the sender fetches it, off the request; what it then sends is the client's
@@ -448,7 +448,7 @@ func logoutTokenOf(t *testing.T, l BackchannelLogout) string {
 	return token
 }
 
-// TestBackchannelLogoutTokenFreshWhenSent (fourth review): a logout token is
+// TestBackchannelLogoutTokenFreshWhenSent (2026-11-27): a logout token is
 // signed when the sender takes it from its queue, not when the login ended: one
 // that waited behind others (a thousand people ended at once, a relying party
 // answering slowly) is not already past its exp (2 minutes) when it arrives.

@@ -19,7 +19,7 @@ import "crypto/sha256"
 //	oidc/selfreg-terms/{clientId} -> a self-registered client's grant_types and auth method (JSON; selfreg_terms.go)
 //	oidc/sso/{sha256(id)}       -> SSO session (JSON), until it expires
 //	oidc/sso-human/{humanId}/{sha256(id)} -> "" (a person's SSO sessions), until the session expires
-//	oidc/sso-grant/{sha256(id)}/{grantId} -> the key of the code that starts it ("" before the fourth review's second pass) (the logins made through an SSO session, written with their code), until the session expires
+//	oidc/sso-grant/{sha256(id)}/{grantId} -> the key of the code that starts it ("" in an entry written before single logout deleted codes in flight) (the logins made through an SSO session, written with their code), until the session expires
 //	oidc/sso-next/{sha256(id)}  -> sha256 of the session the same person's new scan in that browser started (it took the logins), until that one expires
 //	oidc/sso-index-since        -> first start that indexed SSO sessions (ms; older ones may be in no index, endhuman.go)
 //	oidc/consent/{humanId}/{clientId} -> scopes the human consented to (JSON)

@@ -42,7 +42,7 @@ const maxSessionChain = 32
 // (its index entries, copied until the new one ends), and oldHash forwards to
 // newHash: a logout of a login of either ends both. The person signed in to
 // those applications in this browser and expects one sign-out to end them
-// (fourth review). Another person's scan takes nothing of the old session.
+// (2026-11-27). Another person's scan takes nothing of the old session.
 func (s *Service) carryLogins(txn storage.Txn, oldHash, newHash, humanID string) error {
 	prev, err := s.getSession(txn, oldHash)
 	if err != nil || prev == nil || prev.HumanID != humanID {
@@ -169,7 +169,7 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 		}
 		// The browser's session only for a hint of a login live until now: an
 		// old hint (revoked, expired from the store) may be anyone's copy, from
-		// logs or browser storage, sent with the person's browser (fourth review).
+		// logs or browser storage, sent with the person's browser (2026-11-27).
 		if validSessionID(browser) && !slices.Contains(sessions, sessionHash(browser)) {
 			sess, err := s.getSession(txn, sessionHash(browser))
 			if err != nil {
@@ -250,7 +250,7 @@ func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *cl
 
 // deleteUnusedCodes deletes the codes under keys not yet exchanged: one issued
 // through a session just before its logout, redeemed after it, is then
-// invalid_grant instead of a login the logout did not see (fourth review). A
+// invalid_grant instead of a login the logout did not see (2026-11-27). A
 // code already exchanged stays, so that its reuse still revokes its grant.
 func deleteUnusedCodes(txn storage.Txn, keys [][]byte) error {
 	for _, k := range keys {

@@ -11,7 +11,7 @@ import (
 	"github.com/palmgate/palmgate/storage"
 )
 
-// TestSingleLogoutStaleHintEndsNothingOfTheBrowser (fourth review): an ID
+// TestSingleLogoutStaleHintEndsNothingOfTheBrowser (2026-11-27): an ID
 // token is no secret for ever (accepted expired, it sits in browser storage,
 // logs, referers). A page holding the visitor's old hint, of a login that has
 // already ended (revoked, or expired from the store), and sending the
@@ -50,7 +50,7 @@ func TestSingleLogoutStaleHintEndsNothingOfTheBrowser(t *testing.T) {
 	}
 }
 
-// TestSingleLogoutEndsCodesInFlight (fourth review): a code the session issued
+// TestSingleLogoutEndsCodesInFlight (2026-11-27): a code the session issued
 // just before the logout, redeemed after it, is invalid_grant: the logout
 // deletes the session's codes not yet redeemed (the index entry names its
 // code), so no login the logout did not see starts afterwards.
@@ -69,7 +69,7 @@ func TestSingleLogoutEndsCodesInFlight(t *testing.T) {
 	wantError(t, err, ErrInvalidGrant)
 }
 
-// TestSingleLogoutAfterANewScan (fourth review): a new palm scan in the same
+// TestSingleLogoutAfterANewScan (2026-11-27): a new palm scan in the same
 // browser (prompt=login, max_age) starts a new session and ends the one the
 // browser held; when the same person scans, the logins made through the old
 // one stay the browser's: a logout of a login of the new session ends them
@@ -117,7 +117,7 @@ func TestSingleLogoutAfterANewScan(t *testing.T) {
 	})
 }
 
-// TestCarriedLoginsKeptWithTheNewSession (fourth review): a login carried into
+// TestCarriedLoginsKeptWithTheNewSession (2026-11-27): a login carried into
 // the same person's new session is kept in the store as long as that one, as
 // a login made through it (grant.KeepUntil): a logout late in the new session
 // still finds it, and tells its client, after its tokens expired.
@@ -132,7 +132,7 @@ func TestCarriedLoginsKeptWithTheNewSession(t *testing.T) {
 	}
 }
 
-// TestSingleLogoutEventNamesThePerson (fourth review): the logout's event (the
+// TestSingleLogoutEventNamesThePerson (2026-11-27): the logout's event (the
 // audit entry `logout`) names the person whose logins it ended: a single
 // logout ends logins at other applications than its client_id, and the
 // operator asked why B signed someone out finds them by humanId.
@@ -150,7 +150,7 @@ func TestSingleLogoutEventNamesThePerson(t *testing.T) {
 	}
 }
 
-// TestStaleHintFollowsNoNewerSession (fourth review): a hint of a login
+// TestStaleHintFollowsNoNewerSession (2026-11-27): a hint of a login
 // already revoked ends the logins of the session it was made through, not of
 // the sessions the person's later scans in that browser started: as with the
 // browser's cookie, an old hint may be anyone's copy.

@@ -13,7 +13,7 @@ import (
 	"github.com/palmgate/palmgate/core/oidc"
 )
 
-// TestSlowClientDoesNotStarveOthers (fourth review): a relying party that
+// TestSlowClientDoesNotStarveOthers (2026-11-27): a relying party that
 // answers slowly (or never within the timeout) holds one worker at most, and a
 // self-registered client's never one of those that deliver the operator's
 // clients' logouts: while a hostile self-registered client's logouts are under
