@@ -3,12 +3,10 @@ package integration
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/palmgate/palmgate/internal/pgtest"
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
@@ -49,11 +47,7 @@ func loginsAudited(t *testing.T, e *env, n int) []string {
 func TestEndPersonAcrossInstancesPostgres(t *testing.T) {
 	t.Parallel()
 	c := newOIDCClient("end-person", "")
-	dsn := pgtest.NewCluster(t).DSN(t)
-	portA := testserver.FreePort(t)
-	issuer := "http://127.0.0.1:" + strconv.Itoa(portA)
-	cf := strings.Replace(multiCaddyfile(issuer, dsn, "connect_timeout 2s\nstatement_timeout 3s", []oidcClient{c}),
-		"\t\trate_limit off\n", "\t\trate_limit off\n\t\tsso_session 1h\n", 1)
+	portA, issuer, cf := sharedCaddyfile(t, []oidcClient{c}, "sso_session 1h")
 	ea, eb := start(t, testserver.Options{Port: portA, Caddyfile: cf}), start(t, testserver.Options{Caddyfile: cf})
 
 	alice, bob := newSSOBrowser(ea), newSSOBrowser(ea)

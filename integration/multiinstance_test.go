@@ -55,6 +55,21 @@ func multiCaddyfile(issuer, dsn, storageOptions string, clients []oidcClient) st
 	return b.String()
 }
 
+// sharedCaddyfile is multiCaddyfile on a new PostgreSQL cluster, for an issuer on
+// a free port (the first instance's), with more global palmgate lines: what
+// the tests of several instances, or of one on PostgreSQL, start from.
+func sharedCaddyfile(t *testing.T, clients []oidcClient, global ...string) (port int, issuer, cf string) {
+	t.Helper()
+	dsn := pgtest.NewCluster(t).DSN(t)
+	port = testserver.FreePort(t)
+	issuer = "http://127.0.0.1:" + strconv.Itoa(port)
+	cf = multiCaddyfile(issuer, dsn, "connect_timeout 2s\nstatement_timeout 3s", clients)
+	if len(global) > 0 {
+		cf = strings.Replace(cf, "\t\trate_limit off\n", "\t\trate_limit off\n\t\t"+strings.Join(global, "\n\t\t")+"\n", 1)
+	}
+	return port, issuer, cf
+}
+
 // startPair starts two instances on dsn, one after the other, or concurrently
 // (two first starts racing on an empty database).
 func startPair(t *testing.T, dsn string, clients []oidcClient, concurrently bool) *pair {

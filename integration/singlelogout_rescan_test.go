@@ -3,11 +3,9 @@ package integration
 import (
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/palmgate/palmgate/internal/pgtest"
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
@@ -21,11 +19,7 @@ import (
 func TestSingleLogoutAfterANewScanPostgres(t *testing.T) {
 	t.Parallel()
 	c := newOIDCClient("slo-rescan", "")
-	dsn := pgtest.NewCluster(t).DSN(t)
-	port := testserver.FreePort(t)
-	issuer := "http://127.0.0.1:" + strconv.Itoa(port)
-	cf := strings.Replace(multiCaddyfile(issuer, dsn, "connect_timeout 2s\nstatement_timeout 3s", []oidcClient{c}),
-		"\t\trate_limit off\n", "\t\trate_limit off\n\t\tsso_session 1h\n", 1)
+	port, issuer, cf := sharedCaddyfile(t, []oidcClient{c}, "sso_session 1h")
 	e := start(t, testserver.Options{Port: port, Caddyfile: cf})
 	alice := e.subject("alice")
 

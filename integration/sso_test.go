@@ -7,12 +7,10 @@ import (
 	"html"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/palmgate/palmgate/internal/pgtest"
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
@@ -284,11 +282,7 @@ func TestSSOSessionOffByDefault(t *testing.T) {
 func TestSSOSessionAcrossInstancesPostgres(t *testing.T) {
 	t.Parallel()
 	a, b := newOIDCClient("sso-pg-a", ""), newOIDCClient("sso-pg-b", "")
-	dsn := pgtest.NewCluster(t).DSN(t)
-	portA := testserver.FreePort(t)
-	issuer := "http://127.0.0.1:" + strconv.Itoa(portA)
-	cf := strings.Replace(multiCaddyfile(issuer, dsn, "connect_timeout 2s\nstatement_timeout 3s", []oidcClient{a, b}),
-		"\t\trate_limit off\n", "\t\trate_limit off\n\t\tsso_session 1h\n", 1)
+	portA, issuer, cf := sharedCaddyfile(t, []oidcClient{a, b}, "sso_session 1h")
 	ea, eb := start(t, testserver.Options{Port: portA, Caddyfile: cf}), start(t, testserver.Options{Caddyfile: cf})
 	atA := newSSOBrowser(ea)
 	atB := atA.at(eb)

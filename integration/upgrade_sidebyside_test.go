@@ -5,12 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/palmgate/palmgate/internal/pgtest"
 	"github.com/palmgate/palmgate/internal/testserver"
 )
 
@@ -21,11 +19,7 @@ func TestUpgradeSideBySide(t *testing.T) {
 	t.Parallel()
 	old := oldCaddy(t)
 	a, b := newOIDCClient("sbs-a", ""), newOIDCClient("sbs-b", "")
-	dsn := pgtest.NewCluster(t).DSN(t)
-	portA := testserver.FreePort(t)
-	issuer := "http://127.0.0.1:" + strconv.Itoa(portA)
-	cf := strings.Replace(multiCaddyfile(issuer, dsn, "connect_timeout 2s\nstatement_timeout 3s", []oidcClient{a, b}),
-		"\t\trate_limit off\n", "\t\trate_limit off\n\t\tsso_session 12h\n\t\tregistration open\n", 1)
+	portA, issuer, cf := sharedCaddyfile(t, []oidcClient{a, b}, "sso_session 12h", "registration open")
 	oldE := start(t, testserver.Options{Port: portA, Caddyfile: cf, Binary: old})
 	newE := start(t, testserver.Options{Caddyfile: cf})
 	newE.secrets = oldE.secrets
