@@ -148,10 +148,11 @@ func (s *Service) EndSessionFrom(ctx context.Context, params url.Values, browser
 	ended := event.Event{Kind: event.Logout, Outcome: event.NoSession, ClientID: out.ClientID}
 	live := false // the hint's login was live until this request
 	if out.GrantID != "" {
-		var err error
-		if live, out.Logins, ended.HumanID, out.BrowserKept, out.SessionEnded, err = s.endLogins(ctx, out.GrantID, hintSub, cl, browser); err != nil {
+		r, err := s.endLogins(ctx, out.GrantID, hintSub, cl, browser)
+		if err != nil {
 			return nil, err
 		}
+		live, out.Logins, ended.HumanID, out.BrowserKept, out.SessionEnded = r.live, r.logins, r.humanID, r.browserKept, r.browserEnded
 		ended.Outcome = event.Revoked
 	}
 	// A hint names cl (it is one of the hint's audience, above), but only a login

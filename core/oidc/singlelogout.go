@@ -135,117 +135,149 @@ func (s *Service) putCode(txn storage.Txn, code string, ar *AuthRequest, session
 	return txn.Set(codeKey(code), b, s.codeTTL)
 }
 
+// loginsEnded is what endLogins did.
+type loginsEnded struct {
+	live   bool // the hint's login was live until then
+	logins int  // the live logins it ended
+	// humanID is whose they were: "" when the hint's login is gone from the
+	// store and none ended.
+	humanID string
+	// browserKept: the browser holds a live session whose logins go on
+	// (another person's, or the hint was stale): its page must not say its
+	// sign-ins ended.
+	browserKept bool
+	// browserEnded: the browser's live session was among those ended.
+	browserEnded bool
+}
+
 // endLogins revokes grant grantID, named by a logout's id_token_hint whose
 // subject at cl's sector is hintSub, and every login made through its SSO
 // session and through the browser's (browser, the id in its cookie, "" for
-// none) when that one is the hint's person's; it ends those sessions. It
-// reports whether grantID was live until then, how many live logins it ended
-// and whose they were (humanID, "" when the hint's login is gone from the store
-// and none ended).
-//
-// kept reports that the browser holds a live session whose logins go on (another
-// person's, or the hint was stale): its page must not say its sign-ins ended;
-// browserEnded that the browser's live session was among those ended.
-func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *client, browser string) (live bool, logins int, humanID string, kept, browserEnded bool, err error) {
+// none) when that one is the hint's person's; it ends those sessions.
+func (s *Service) endLogins(ctx context.Context, grantID, hintSub string, cl *client, browser string) (loginsEnded, error) {
+	var out loginsEnded
 	var done []revocation
-	err = s.store.Update(ctx, func(txn storage.Txn) error {
-		live, humanID, kept, browserEnded, done = false, "", false, false, done[:0] // fn may run again: nothing of a run before
-		var sessions []string
-		g, err := getGrant(txn, grantID)
-		var oe *fault.Error
-		switch {
-		case err == nil:
-			live, humanID = !g.Revoked, g.HumanID
-			switch {
-			case g.Session != "" && live:
-				if sessions, err = sessionChain(txn, g.Session); err != nil {
-					return err
-				}
-			case g.Session != "": // an old hint: its own session, none it was carried into
-				sessions = []string{g.Session}
-			}
-		case !errors.As(err, &oe): // a fault: expired from the store
+	err := s.store.Update(ctx, func(txn storage.Txn) error {
+		out, done = loginsEnded{}, done[:0] // fn may run again: nothing of a run before
+		sessions, err := s.hintSessions(txn, grantID, hintSub, cl, browser, &out)
+		if err != nil {
 			return err
-		}
-		// The browser's session only for a hint of a login live until now: an
-		// old hint (revoked, expired from the store) may be anyone's copy, from
-		// logs or browser storage, sent with the person's browser (2026-11-27).
-		if validSessionID(browser) && !slices.Contains(sessions, sessionHash(browser)) {
-			sess, err := s.getSession(txn, sessionHash(browser))
-			if err != nil {
-				return err
-			}
-			// Only the hint's person's: a page holding another person's ID token
-			// ends nothing of whoever's browser it sends there.
-			if live && sess != nil && PairwiseSubject(s.pairwiseSecret, cl.sector, sess.HumanID) == hintSub {
-				sessions = append(sessions, sessionHash(browser))
-			} else {
-				kept = sess != nil
-			}
-		}
-		if validSessionID(browser) && slices.Contains(sessions, sessionHash(browser)) {
-			sess, err := s.getSession(txn, sessionHash(browser))
-			if err != nil {
-				return err
-			}
-			browserEnded = sess != nil // dropped below, before the edge's EndSSOSession
 		}
 		ids := []string{grantID}
 		for _, hash := range sessions {
-			var keys, codes [][]byte
-			prefix := ssoGrantPrefix(hash)
-			err := txn.Iterate(prefix, func(k, v []byte) (bool, error) {
-				keys = append(keys, append([]byte(nil), k...))
-				if id := string(k[len(prefix):]); id != grantID {
-					ids = append(ids, id)
-				}
-				if len(v) > 0 { // an entry of an earlier release names no code
-					codes = append(codes, append([]byte(nil), v...))
-				}
-				return true, nil
-			})
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-			}
-			if err := deleteUnusedCodes(txn, codes); err != nil {
-				return err
-			}
-			if err := txn.Delete(ssoNextKey(hash)); err != nil {
-				return err
-			}
-			if err := s.dropSession(txn, hash); err != nil {
+			if ids, err = s.endSessionLogins(txn, hash, grantID, ids); err != nil {
 				return err
 			}
 		}
-		seen := map[string]bool{} // a login carried into a later session is in both
-		ids = slices.DeleteFunc(ids, func(id string) bool {
-			_, err := uuid.Parse(id)
-			dup := seen[id]
-			seen[id] = true
-			return err != nil || dup // not a grant id: nothing this package wrote
-		})
-		done, err = s.revokeGrants(txn, ids, done)
+		done, err = s.revokeGrants(txn, grantIDs(ids), done)
 		return err
 	})
 	if err != nil {
-		return false, 0, "", false, false, err
+		return loginsEnded{}, err
 	}
 	for _, r := range done {
 		if r.ended != nil {
-			logins++
-			if humanID == "" {
-				humanID = r.ended.humanID
+			out.logins++
+			if out.humanID == "" {
+				out.humanID = r.ended.humanID
 			}
 		}
 	}
 	s.committed(done...)
 	s.notifyEnded(ctx, done...)
-	return live, logins, humanID, kept, browserEnded, nil
+	return out, nil
+}
+
+// hintSessions returns the sessions whose logins a logout with the hint of
+// grant grantID ends, and sets out's live, humanID and browser fields: the
+// hint's login's session and those it was carried into, and the browser's
+// when that is the hint's person's and the hint's login was live until now.
+func (s *Service) hintSessions(txn storage.Txn, grantID, hintSub string, cl *client, browser string, out *loginsEnded) ([]string, error) {
+	var sessions []string
+	g, err := getGrant(txn, grantID)
+	var oe *fault.Error
+	switch {
+	case err == nil:
+		out.live, out.humanID = !g.Revoked, g.HumanID
+		switch {
+		case g.Session != "" && out.live:
+			if sessions, err = sessionChain(txn, g.Session); err != nil {
+				return nil, err
+			}
+		case g.Session != "": // an old hint: its own session, none it was carried into
+			sessions = []string{g.Session}
+		}
+	case !errors.As(err, &oe): // a fault: expired from the store
+		return nil, err
+	}
+	if !validSessionID(browser) {
+		return sessions, nil
+	}
+	hash := sessionHash(browser)
+	sess, err := s.getSession(txn, hash)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case slices.Contains(sessions, hash):
+		out.browserEnded = sess != nil // dropped by endSessionLogins, before the edge's EndSSOSession
+	// The browser's session only for a hint of a login live until now: an old
+	// hint (revoked, expired from the store) may be anyone's copy, from logs or
+	// browser storage, sent with the person's browser (2026-11-27). And only the
+	// hint's person's: a page holding another person's ID token ends nothing of
+	// whoever's browser it sends there.
+	case out.live && sess != nil && PairwiseSubject(s.pairwiseSecret, cl.sector, sess.HumanID) == hintSub:
+		sessions = append(sessions, hash)
+		out.browserEnded = true
+	default:
+		out.browserKept = sess != nil
+	}
+	return sessions, nil
+}
+
+// endSessionLogins ends session hash: its index of logins, its codes not yet
+// exchanged, its forward and its record; it returns ids with the session's
+// grant ids (but grantID) appended.
+func (s *Service) endSessionLogins(txn storage.Txn, hash, grantID string, ids []string) ([]string, error) {
+	var keys, codes [][]byte
+	prefix := ssoGrantPrefix(hash)
+	err := txn.Iterate(prefix, func(k, v []byte) (bool, error) {
+		keys = append(keys, append([]byte(nil), k...))
+		if id := string(k[len(prefix):]); id != grantID {
+			ids = append(ids, id)
+		}
+		if len(v) > 0 { // an entry of an earlier release names no code
+			codes = append(codes, append([]byte(nil), v...))
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if err := txn.Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	if err := deleteUnusedCodes(txn, codes); err != nil {
+		return nil, err
+	}
+	if err := txn.Delete(ssoNextKey(hash)); err != nil {
+		return nil, err
+	}
+	return ids, s.dropSession(txn, hash)
+}
+
+// grantIDs is ids without repeats (a login carried into a later session is in
+// both) and without what is not a grant id (nothing this package wrote).
+func grantIDs(ids []string) []string {
+	seen := map[string]bool{}
+	return slices.DeleteFunc(ids, func(id string) bool {
+		_, err := uuid.Parse(id)
+		dup := seen[id]
+		seen[id] = true
+		return err != nil || dup
+	})
 }
 
 // deleteUnusedCodes deletes the codes under keys not yet exchanged: one issued
