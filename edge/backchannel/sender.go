@@ -44,8 +44,6 @@ const (
 	// maxAnswerBytes is as much of an answer's body as is read (and discarded),
 	// so that the connection may be reused; the rest is not read.
 	maxAnswerBytes = 4 << 10
-	// maxHeaderBytes bounds an answer's header.
-	maxHeaderBytes = 16 << 10
 )
 
 // Outcomes reported (the metric's label values).
@@ -176,18 +174,7 @@ func (ln *lane) next(id string) (oidc.BackchannelLogout, bool) {
 }
 
 func (s *Sender) client(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
-	tr := &http.Transport{
-		Proxy:                  nil, // the URI's host, not an environment's proxy, is what was checked
-		DialContext:            dial,
-		TLSClientConfig:        s.cfg.TLS,
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    s.cfg.Timeout,
-		ResponseHeaderTimeout:  s.cfg.Timeout,
-		MaxResponseHeaderBytes: maxHeaderBytes,
-		MaxIdleConns:           s.cfg.Workers,
-		IdleConnTimeout:        30 * time.Second,
-	}
-	return &http.Client{Transport: tr, Timeout: s.cfg.Timeout,
+	return &http.Client{Transport: clientmeta.NewTransport(dial, s.cfg.TLS, s.cfg.Timeout, s.cfg.Workers), Timeout: s.cfg.Timeout,
 		// BCL 2.5 names no redirect: a 3xx is the answer, a failure.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }

@@ -125,19 +125,27 @@ func New(cfg Config) *Fetcher {
 		cfg.Resolver = net.DefaultResolver
 	}
 	f := &Fetcher{cfg: cfg, cache: map[string]*entry{}}
-	tr := &http.Transport{
+	f.client = &http.Client{Transport: NewTransport(f.dial, cfg.TLS, cfg.Timeout, 10), Timeout: cfg.Timeout, CheckRedirect: checkRedirect}
+	return f
+}
+
+// NewTransport is the transport of requests to a URL a client named (the
+// metadata documents here, the back-channel logouts of edge/backchannel):
+// connections made by dial, no proxy from the environment (the host checked is
+// the host dialled), the TLS handshake and the answer's header each within
+// timeout, the header bounded, at most maxIdle idle connections.
+func NewTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConfig *tls.Config, timeout time.Duration, maxIdle int) *http.Transport {
+	return &http.Transport{
 		Proxy:                  nil,
-		TLSClientConfig:        cfg.TLS,
-		DialContext:            f.dial,
+		TLSClientConfig:        tlsConfig,
+		DialContext:            dial,
 		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    cfg.Timeout,
-		ResponseHeaderTimeout:  cfg.Timeout,
+		TLSHandshakeTimeout:    timeout,
+		ResponseHeaderTimeout:  timeout,
 		MaxResponseHeaderBytes: maxHeaderBytes,
-		MaxIdleConns:           10,
+		MaxIdleConns:           maxIdle,
 		IdleConnTimeout:        30 * time.Second,
 	}
-	f.client = &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: checkRedirect}
-	return f
 }
 
 // checkRedirect follows a redirect only to the same scheme and host.
