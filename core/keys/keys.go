@@ -68,10 +68,35 @@ type Key struct {
 	// DropsAt is when the retired key leaves the JWKS and the store: every token it
 	// signed has expired by then (see WithLifetimes). Zero: it is kept.
 	DropsAt time.Time
+
+	own *OwnES256Key // an ES256 key's verification key (ownverify.go); nil for the others
 }
 
 // Public is the key's public half.
 func (k *Key) Public() crypto.PublicKey { return k.Private.Public() }
+
+// verificationKey is what verifies the key's tokens: an ES256 key's OwnES256Key,
+// or the public key.
+func (k *Key) verificationKey() crypto.PublicKey {
+	if k.own != nil {
+		return k.own
+	}
+	return k.Public()
+}
+
+// withOwn sets k's OwnES256Key when k is an ES256 key.
+func (k *Key) withOwn() (*Key, error) {
+	priv, ok := k.Private.(*ecdsa.PrivateKey)
+	if k.Algorithm != ES256 || !ok {
+		return k, nil
+	}
+	own, err := newOwnES256Key(priv)
+	if err != nil {
+		return nil, fmt.Errorf("key %s: %w", k.ID, err)
+	}
+	k.own = own
+	return k, nil
+}
 
 // Method is the JWT signing method of the key.
 func (k *Key) Method() jwt.SigningMethod { return jwt.GetSigningMethod(k.Algorithm) }
@@ -313,13 +338,14 @@ func (s *Set) Watch(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Key returns the public key with id kid and its algorithm (see Lookup).
+// Key returns the verification key with id kid and its algorithm (see Lookup): the
+// public key, or for ES256 an OwnES256Key, which only the method OwnES256 takes.
 func (s *Set) Key(ctx context.Context, kid string) (crypto.PublicKey, string, error) {
 	k, err := s.Lookup(ctx, kid)
 	if err != nil {
 		return nil, "", err
 	}
-	return k.Public(), k.Algorithm, nil
+	return k.verificationKey(), k.Algorithm, nil
 }
 
 // Lookup returns the key with id kid, reloading the set from the store (at most once
@@ -427,8 +453,10 @@ func newKey(gen Generator, alg string, now func() time.Time) (*Key, error) {
 		return nil, fmt.Errorf("generating %s key: %w", alg, err)
 	}
 	k := &Key{Algorithm: alg, Private: signer, Created: now().UTC(), Active: true}
-	k.ID, err = thumbprintID(signer.Public())
-	return k, err
+	if k.ID, err = thumbprintID(signer.Public()); err != nil {
+		return nil, err
+	}
+	return k.withOwn()
 }
 
 // thumbprintID names a key by its RFC 7638 JWK thumbprint (SHA-256, base64url),
@@ -460,7 +488,7 @@ func parseRecord(r record) (*Key, error) {
 	if !ok {
 		return nil, errors.New("stored key cannot sign")
 	}
-	return &Key{ID: r.ID, Algorithm: r.Algorithm, Private: signer, Created: r.Created, Active: r.Active}, nil
+	return (&Key{ID: r.ID, Algorithm: r.Algorithm, Private: signer, Created: r.Created, Active: r.Active}).withOwn()
 }
 
 // JWKS returns the public keys as JSON Web Keys (RFC 7517; OKP for Ed25519 per
