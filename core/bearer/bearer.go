@@ -48,7 +48,8 @@ var ErrInvalidToken = errors.New("invalid access token")
 // cannot be reached; a resource server answers 503 rather than refusing the token.
 var ErrIssuerUnavailable = errors.New("the token issuer is unavailable")
 
-// KeySource finds the public key that signed a token.
+// KeySource finds the key that verifies a token: a public key, or a
+// keys.OwnES256Key for an ES256 key of palmgate's own set (see KeyFunc).
 type KeySource interface {
 	// Key returns the key with id kid and its algorithm, or an error.
 	Key(ctx context.Context, kid string) (crypto.PublicKey, string, error)

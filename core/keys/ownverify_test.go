@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"math/big"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -148,6 +150,33 @@ func TestOwnES256Method(t *testing.T) {
 	}
 	if _, err := OwnES256.Sign(signing, priv); err == nil {
 		t.Fatal("OwnES256 signed")
+	}
+}
+
+// TestOwnES256ConcurrentVerify: one key verifies for many requests at once (d is
+// only read); run with -race.
+func TestOwnES256ConcurrentVerify(t *testing.T) {
+	priv, own := ownTestKey(t)
+	hash := sha256.Sum256([]byte("m"))
+	r, s, err := ecdsa.Sign(rand.Reader, priv, hash[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := rs(r, s)
+	var wg sync.WaitGroup
+	var refused atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				if !own.verify(hash[:], sig) {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := refused.Load(); n != 0 {
+		t.Fatalf("%d of 160 concurrent verifications refused a valid signature", n)
 	}
 }
 
