@@ -90,6 +90,11 @@ type Sender struct {
 	once   sync.Once
 	wg     sync.WaitGroup
 	closed sync.Once
+	// sending is held (read) by Send from its check to its enqueue, and taken by
+	// Close before it drains: a logout is queued before the drain or dropped at
+	// once, never left in a queue no one reads.
+	sending sync.RWMutex
+	stopped bool
 }
 
 var _ oidc.LogoutSender = (*Sender)(nil)
@@ -194,6 +199,9 @@ func (s *Sender) Start() {
 func (s *Sender) Close() {
 	s.closed.Do(func() {
 		s.once.Do(func() {}) // no Start after Close
+		s.sending.Lock()
+		s.stopped = true
+		s.sending.Unlock()
 		s.cancel()
 		s.wg.Wait()
 		for _, ln := range []*lane{s.operator, s.restricted} {
@@ -214,7 +222,9 @@ var errStopped = errors.New("palmgate stopped (a config reload) before it was se
 
 // Send queues l; with the queue full, or the sender closed, it drops l.
 func (s *Sender) Send(l oidc.BackchannelLogout) {
-	if s.ctx.Err() != nil {
+	s.sending.RLock()
+	defer s.sending.RUnlock()
+	if s.stopped {
 		s.report(l.ClientID, Dropped, errors.New("palmgate is stopping"))
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -290,4 +291,27 @@ func TestCloseStopsTheWorkers(t *testing.T) {
 		t.Errorf("reports %v; want a failed (cancelled), b and c dropped", list)
 	}
 	s.Close() // again: nothing
+}
+
+// TestSendRacingCloseIsCounted: a logout sent while the sender closes is either
+// queued before Close drains the queue or dropped at once; none is left in the
+// queue unreported (the metric and the audit would miss it).
+func TestSendRacingCloseIsCounted(t *testing.T) {
+	for range 200 {
+		var reports atomic.Int32
+		s := New(Config{QueueLen: 1000, Report: func(string, string, error) { reports.Add(1) }})
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for range 25 {
+					s.Send(oidc.BackchannelLogout{ClientID: "c", URI: "https://rp.example/bcl", Token: token, Restricted: g%2 == 0})
+				}
+			})
+		}
+		s.Close()
+		wg.Wait()
+		if n := reports.Load(); n != 100 {
+			t.Fatalf("100 logouts sent around Close, %d reported (%d and %d left queued)", n, len(s.operator.queue), len(s.restricted.queue))
+		}
+	}
 }
