@@ -3,6 +3,7 @@ package keys
 import (
 	"crypto/ecdh"
 	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -48,6 +49,13 @@ type OwnES256Key struct {
 // newOwnES256Key makes the verification key of priv, after checking that priv's
 // public key is d·G: the shortcut is exact only then.
 func newOwnES256Key(priv *ecdsa.PrivateKey) (*OwnES256Key, error) {
+	if priv.Curve != elliptic.P256() {
+		name := "an unknown curve"
+		if priv.Curve != nil {
+			name = priv.Curve.Params().Name
+		}
+		return nil, fmt.Errorf("ES256 key on %s, not P-256", name)
+	}
 	b, err := priv.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("ES256 key: %w", err)
