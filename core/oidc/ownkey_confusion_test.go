@@ -12,6 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/palmgate/palmgate/core/keys"
+	"github.com/palmgate/palmgate/storage/memstore"
 )
 
 // resign re-signs token's header and claims with header alg and kid changed,
@@ -92,5 +93,37 @@ func TestOwnES256KeyAlgConfusion(t *testing.T) {
 	h.refresh(t, "app", resp.RefreshToken, "")
 	if out, err := h.svc.EndSession(ctx, url.Values{"id_token_hint": {esLogin.IDToken}}); err != nil || out.GrantID == "" {
 		t.Fatalf("ES256 id_token_hint as issued: %+v, %v", out, err)
+	}
+}
+
+// TestOwnES256KeyOfAnotherInstance (2026-11-27): an ES256 key another instance
+// rotated in is loaded by this one on the unknown kid (Reload, parseRecord) with
+// its OwnES256Key, and verifies that instance's access and refresh tokens here,
+// as the retired key still verifies the earlier ones.
+func TestOwnES256KeyOfAnotherInstance(t *testing.T) {
+	store := memstore.New()
+	a := newHarnessOn(t, store, testSecret)
+	b := newHarnessOn(t, store, testSecret)
+	ctx := context.Background()
+	_, before := a.offline(t)
+	if _, err := b.keys.Rotate(ctx, keys.ES256); err != nil {
+		t.Fatal(err)
+	}
+	_, after := b.offline(t)
+	if a.keys.ByID(b.keys.Active(keys.ES256).ID) != nil {
+		t.Fatal("instance a knew b's new key before any token named it")
+	}
+	for name, resp := range map[string]*TokenResponse{"before the rotation": before, "after it, by b": after} {
+		k, alg, err := a.keys.Key(ctx, b.keys.Active(keys.ES256).ID)
+		if _, own := k.(*keys.OwnES256Key); err != nil || alg != keys.ES256 || !own {
+			t.Fatalf("a.keys.Key(b's new key) = %T, %s, %v; want an OwnES256Key", k, alg, err)
+		}
+		if _, err := a.svc.VerifyAccessToken(ctx, resp.AccessToken); err != nil {
+			t.Errorf("access token %s: %v", name, err)
+		}
+		if in, err := a.svc.Introspect(ctx, "app", resp.RefreshToken); err != nil || !in.Active {
+			t.Errorf("refresh token %s: Introspect = %+v, %v; want active", name, in, err)
+		}
+		a.refresh(t, "app", resp.RefreshToken, "")
 	}
 }
