@@ -25,11 +25,18 @@ var (
 	loadSlice    = flag.Duration("load.slice", 500*time.Millisecond, "the scenarios of a round take turns in slices this long (one warm-up slice each), so that every ratio compares the same machine")
 	loadRounds   = flag.Int("load.rounds", 5, "rounds; each runs every scenario once, in a rotated order; the report gives medians")
 	loadConns    = flag.Int("load.conns", 32, "concurrent keep-alive connections (at most 32: reverse_proxy keeps 32 idle upstream connections)")
-	loadTokens   = flag.Int("load.tokens", 5000, "distinct tokens minted at the start of each round for the new-token scenario, each sent once, spread over its slices (at most the bearer cache's 10,000)")
-	loadProfile  = flag.String("load.profile", "", "directory for CPU profiles of caddy (admin /debug/pprof/profile): each scenario once more after the rounds, in a slot of its own")
-	loadWrk      = flag.Bool("load.wrk", false, "cross-check with wrk (if on PATH) after the rounds")
-	loadOut      = flag.String("load.out", "", "also write the report (markdown) to this file")
-	loadOnly     = flag.String("load.only", "", "comma-separated scenarios to run (bare is always run); default all")
+	// 9,000 rather than 5,000: the tokens are spread over the slices, so a slice's
+	// share lasts a short burst of its 500 ms: with 5,000, about 35 ms at 5 s a
+	// scenario (11 slices) and 18 ms at make bench's 10 s (21); with 9,000, 65 and
+	// 31 ms. The shorter the burst, the more its start and /proc's 10 ms CPU ticks
+	// weigh: other processes seemed to take 0.07-0.25 cores in 35 ms bursts,
+	// 0.02-0.10 in 65 ms ones (docs/PERFORMANCE.md, 2026-11-27). The bearer cache's
+	// 10,000 entries bound it: each token must be remembered when it is minted.
+	loadTokens  = flag.Int("load.tokens", 9000, "distinct tokens minted at the start of each round for the new-token scenario, each sent once, spread over its slices (at most the bearer cache's 10,000)")
+	loadProfile = flag.String("load.profile", "", "directory for CPU profiles of caddy (admin /debug/pprof/profile): each scenario once more after the rounds, in a slot of its own")
+	loadWrk     = flag.Bool("load.wrk", false, "cross-check with wrk (if on PATH) after the rounds")
+	loadOut     = flag.String("load.out", "", "also write the report (markdown) to this file")
+	loadOnly    = flag.String("load.only", "", "comma-separated scenarios to run (bare is always run); default all")
 )
 
 // Goals: shares of the bare reverse_proxy throughput. Issue 19 sets the reused
