@@ -9,6 +9,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/fips140"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -84,10 +85,18 @@ func (k *Key) verificationKey() crypto.PublicKey {
 	return k.Public()
 }
 
-// withOwn sets k's OwnES256Key when k is an ES256 key.
+// withOwn sets k's OwnES256Key when k is an ES256 key. In FIPS 140-3 mode
+// (GODEBUG=fips140=on) it sets none: every verification then goes through the
+// validated module's ECDSA, as the shortcut's arithmetic is outside it.
 func (k *Key) withOwn() (*Key, error) {
 	priv, ok := k.Private.(*ecdsa.PrivateKey)
 	if k.Algorithm != ES256 || !ok {
+		return k, nil
+	}
+	if fips140.Enabled() {
+		if err := onP256(priv); err != nil {
+			return nil, fmt.Errorf("key %s: %w", k.ID, err)
+		}
 		return k, nil
 	}
 	own, err := newOwnES256Key(priv)

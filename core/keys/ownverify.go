@@ -49,12 +49,8 @@ type OwnES256Key struct {
 // newOwnES256Key makes the verification key of priv, after checking that priv's
 // public key is d·G: the shortcut is exact only then.
 func newOwnES256Key(priv *ecdsa.PrivateKey) (*OwnES256Key, error) {
-	if priv.Curve != elliptic.P256() {
-		name := "an unknown curve"
-		if priv.Curve != nil {
-			name = priv.Curve.Params().Name
-		}
-		return nil, fmt.Errorf("ES256 key on %s, not P-256", name)
+	if err := onP256(priv); err != nil {
+		return nil, err
 	}
 	b, err := priv.Bytes()
 	if err != nil {
@@ -73,6 +69,19 @@ func newOwnES256Key(priv *ecdsa.PrivateKey) (*OwnES256Key, error) {
 		return nil, errors.New("ES256 key: the public key is not the private key's")
 	}
 	return &OwnES256Key{public: &priv.PublicKey, d: d}, nil
+}
+
+// onP256 refuses an ES256 key on another curve than P-256 (a store edited by
+// hand), naming the curve.
+func onP256(priv *ecdsa.PrivateKey) error {
+	if priv.Curve == elliptic.P256() {
+		return nil
+	}
+	name := "an unknown curve"
+	if priv.Curve != nil {
+		name = priv.Curve.Params().Name
+	}
+	return fmt.Errorf("ES256 key on %s, not P-256", name)
 }
 
 // Public is the key's public half.

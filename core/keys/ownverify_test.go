@@ -1,12 +1,17 @@
 package keys
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/fips140"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"math/big"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -215,4 +220,42 @@ func BenchmarkVerifyES256(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestOwnES256OffInFIPSMode: in FIPS 140-3 mode (GODEBUG=fips140=on) the set hands
+// out the ES256 public key, so that every verification goes through crypto/ecdsa;
+// otherwise the OwnES256Key. The FIPS half runs in a child process of this test
+// binary, as the mode is fixed when a process starts.
+func TestOwnES256OffInFIPSMode(t *testing.T) {
+	ctx := context.Background()
+	s := openSet(t, openStore(t, t.TempDir()))
+	key, _, err := s.Key(ctx, s.Active(ES256).ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, own := key.(*OwnES256Key)
+	if os.Getenv("PALMGATE_FIPS_CHILD") == "1" {
+		if !fips140.Enabled() {
+			t.Fatal("the child is not in FIPS 140-3 mode")
+		}
+		if own {
+			t.Fatal("in FIPS 140-3 mode the set handed out an OwnES256Key")
+		}
+		return
+	}
+	if fips140.Enabled() { // the whole test run is in FIPS mode: the child would repeat this
+		if own {
+			t.Fatal("in FIPS 140-3 mode the set handed out an OwnES256Key")
+		}
+		return
+	}
+	if !own {
+		t.Fatalf("Key = %T, want *OwnES256Key", key)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOwnES256OffInFIPSMode$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "GODEBUG=fips140=on", "PALMGATE_FIPS_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestOwnES256OffInFIPSMode") {
+		t.Fatalf("the FIPS 140-3 child: %v\n%s", err, out)
+	}
 }
