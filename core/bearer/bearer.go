@@ -313,7 +313,7 @@ func KeyFunc(ctx context.Context, src KeySource, typ, alg string, acceptHighS bo
 			return nil, errors.New("the ES256 signature is not in its low-s form")
 		}
 		if _, own := key.(*keys.OwnES256Key); own {
-			// A key of palmgate's own set verifies with its private half, about 4.5
+			// A key of palmgate's own set verifies with its private half, about 4.6
 			// times cheaper (keys/ownverify.go). golang-jwt verifies with t.Method
 			// once this function returns; its own ES256 method refuses this key
 			// type, so a golang-jwt that read the method earlier would refuse every
