@@ -101,11 +101,7 @@ func (s *Service) notifyEnded(ctx context.Context, rs ...revocation) {
 		s.logoutSender.Send(BackchannelLogout{ClientID: cl.id, URI: cl.backchannelLogoutURI,
 			Restricted: cl.selfRegistered || cl.anonymous,
 			Prepare: func(context.Context) (string, string, error) {
-				token, err := s.logoutToken(cl, e.humanID, grantID)
-				if err != nil { // no active key: the ID tokens fail the same way
-					return "", "", err
-				}
-				return cl.backchannelLogoutURI, token, nil
+				return s.signedLogout(cl, e, grantID)
 			}})
 	}
 }
@@ -118,15 +114,21 @@ func (s *Service) prepareLogout(e ended, grantID string) func(context.Context) (
 		if err != nil {
 			return "", "", err
 		}
-		if cl == nil || cl.backchannelLogoutURI == "" {
-			return "", "", nil
-		}
-		token, err := s.logoutToken(cl, e.humanID, grantID)
-		if err != nil {
-			return "", "", err
-		}
-		return cl.backchannelLogoutURI, token, nil
+		return s.signedLogout(cl, e, grantID)
 	}
+}
+
+// signedLogout is cl's backchannel_logout_uri and the logout token of grant
+// grantID, signed now; both empty when cl is gone or names no URI. A signing
+// error (no active key) fails the ID tokens the same way.
+func (s *Service) signedLogout(cl *client, e ended, grantID string) (uri, token string, err error) {
+	if cl == nil || cl.backchannelLogoutURI == "" {
+		return "", "", nil
+	}
+	if token, err = s.logoutToken(cl, e.humanID, grantID); err != nil {
+		return "", "", err
+	}
+	return cl.backchannelLogoutURI, token, nil
 }
 
 // logoutToken signs the logout token of grant grantID of humanID for cl, with
