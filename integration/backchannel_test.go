@@ -132,6 +132,30 @@ func startApache(t *testing.T, addr, conf string) {
 	}
 }
 
+// apacheRP is Apache with mod_auth_openidc as a confidential client of palmgate
+// with a backchannel_logout_uri: its address, callback and protected page, and
+// the client's block for palmgate's Caddyfile (conf).
+type apacheRP struct {
+	client               oidcClient
+	addr, redirect, page string
+	conf                 string
+}
+
+func newApacheRP(t *testing.T) apacheRP {
+	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
+	redirect := "http://" + addr + "/protected/redirect_uri"
+	c := newOIDCClient("apache-app", "")
+	c.redirects, c.scopes = []string{redirect}, nil
+	return apacheRP{client: c, addr: addr, redirect: redirect, page: "http://" + addr + "/protected/page.html",
+		conf: strings.Replace(c.config(), "}\n", "backchannel_logout_uri "+redirect+"?logout=backchannel\n}\n", 1)}
+}
+
+// start starts Apache as rp, a client of palmgate's issuer.
+func (rp apacheRP) start(t *testing.T, issuer string) {
+	startApache(t, rp.addr, strings.NewReplacer("{issuer}", issuer, "{client_id}", rp.client.id,
+		"{client_secret}", rp.client.secret, "{passphrase}", randHex(16)).Replace(apacheConf))
+}
+
 // apacheBrowser is one browser's cookies at Apache (mod_auth_openidc's state
 // and session cookies); it follows no redirect.
 type apacheBrowser struct {
@@ -192,16 +216,11 @@ func (b *apacheBrowser) get(t *testing.T, u string) (int, string, string) {
 // request goes back to palmgate's authorize; Bob's session still passes.
 func TestBackchannelLogoutModAuthOpenIDC(t *testing.T) {
 	tooltest.Apache.Need(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
-	redirect := "http://" + addr + "/protected/redirect_uri"
-	c := newOIDCClient("apache-app", "")
-	c.redirects, c.scopes = []string{redirect}, nil
-	clientConf := strings.Replace(c.config(), "}\n", "backchannel_logout_uri "+redirect+"?logout=backchannel\n}\n", 1)
-	e := startOIDC(t, nil, clientConf)
+	rp := newApacheRP(t)
+	e := startOIDC(t, nil, rp.conf)
 	issuer := e.URL + "/oauth2"
-	startApache(t, addr, strings.NewReplacer("{issuer}", issuer, "{client_id}", c.id, "{client_secret}", c.secret,
-		"{passphrase}", randHex(16)).Replace(apacheConf))
-	page := "http://" + addr + "/protected/page.html"
+	rp.start(t, issuer)
+	page, redirect := rp.page, rp.redirect
 
 	signIn := func(name string) *apacheBrowser {
 		t.Helper()

@@ -84,17 +84,12 @@ func TestSingleLogoutRealBinary(t *testing.T) {
 // browser's session there, and its next request goes back to palmgate.
 func TestSingleLogoutModAuthOpenIDC(t *testing.T) {
 	tooltest.Apache.Need(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", testserver.FreePort(t))
-	redirect := "http://" + addr + "/protected/redirect_uri"
-	c := newOIDCClient("apache-app", "")
-	c.redirects, c.scopes = []string{redirect}, nil
-	clientConf := strings.Replace(c.config(), "}\n", "backchannel_logout_uri "+redirect+"?logout=backchannel\n}\n", 1)
+	rp := newApacheRP(t)
 	a := newOIDCClient("slo-a", "")
-	e := startOIDC(t, []oidcClient{a}, "sso_session 1h", clientConf)
+	e := startOIDC(t, []oidcClient{a}, "sso_session 1h", rp.conf)
 	issuer := e.URL + "/oauth2"
-	startApache(t, addr, strings.NewReplacer("{issuer}", issuer, "{client_id}", c.id, "{client_secret}", c.secret,
-		"{passphrase}", randHex(16)).Replace(apacheConf))
-	page := "http://" + addr + "/protected/page.html"
+	rp.start(t, issuer)
+	page, redirect := rp.page, rp.redirect
 
 	br := newSSOBrowser(e)
 	codeA, _ := br.scanLogin(t, e.URL, a, e.subject("alice"))
