@@ -3,6 +3,7 @@ package bearer
 import (
 	"crypto/sha256"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -10,7 +11,9 @@ import (
 	"github.com/palmgate/palmgate/core/cachestat"
 )
 
-// cache keeps verified claims by the SHA-256 of the token, until the token expires.
+// cache keeps verified claims by the token, until the token expires: by the
+// SHA-256 of its signature segment, the header and payload compared in full on
+// a hit (cacheEntry).
 // It is bounded: when full, the entries nearest their expiry give way (expired
 // ones first), so that the tokens this instance has just issued (Remember) stay.
 //
@@ -22,7 +25,7 @@ import (
 type cache struct {
 	mu      sync.RWMutex
 	max     int
-	entries map[[sha256.Size]byte]*Claims
+	entries map[[sha256.Size]byte]cacheEntry
 	leeway  time.Duration     // the verifier's, on exp
 	stats   cachestat.Counter // of get, when the cache is on
 }
@@ -31,36 +34,51 @@ func newCache(max int, leeway time.Duration) *cache {
 	if max < 0 {
 		max = 0
 	}
-	return &cache{max: max, leeway: leeway, entries: make(map[[sha256.Size]byte]*Claims, min(max, 1024))}
+	return &cache{max: max, leeway: leeway, entries: make(map[[sha256.Size]byte]cacheEntry, min(max, 1024))}
+}
+
+// cacheEntry is one verified token's claims. Only the token's signature segment
+// is hashed for its key: hashing all of a 630-byte token made a cached Verify
+// take 449 ns, against 235 with the segment's hash and the comparison
+// (BenchmarkVerifyCached). signed, the header and payload, is kept to be
+// compared with a request's, so that only the very string verified is admitted.
+// It is no secret: it is the claims the token carries, unsigned. The signature,
+// which is, is kept only as its hash, so the cache's memory holds no usable
+// token. signed costs about 500 bytes an entry, 5 MB at DefaultCacheSize.
+type cacheEntry struct {
+	signed string
+	claims *Claims
 }
 
 func (c *cache) get(token string, now time.Time) (*Claims, bool) {
 	if c.max == 0 {
 		return nil, false
 	}
-	key := tokenHash(token)
+	signed, key := splitToken(token)
 	c.mu.RLock()
-	claims, ok := c.entries[key]
+	e, ok := c.entries[key]
 	c.mu.RUnlock()
-	if !ok || !live(claims, now, c.leeway) {
+	if !ok || e.signed != signed || !live(e.claims, now, c.leeway) {
 		c.stats.Miss()
 		return nil, false
 	}
 	c.stats.Hit()
-	return claims, true
+	return e.claims, true
 }
 
 func (c *cache) put(token string, claims *Claims, now time.Time) {
 	if c.max == 0 {
 		return
 	}
-	key := tokenHash(token)
+	signed, key := splitToken(token)
+	// A copy: token[:i] would keep all of token, signature included, alive.
+	e := cacheEntry{signed: strings.Clone(signed), claims: claims}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.entries) >= c.max {
 		c.evict(now)
 	}
-	c.entries[key] = claims
+	c.entries[key] = e
 }
 
 // evictSample is how many expiries evict reads to estimate which tenth of the
@@ -76,8 +94,8 @@ const evictSample = 1024
 // sample, once for each tenth of the cache put: BenchmarkCachePutFull 1.6 µs a
 // put before, 2.0 µs with it. Called with the lock held.
 func (c *cache) evict(now time.Time) {
-	for k, v := range c.entries {
-		if !live(v, now, c.leeway) {
+	for k, e := range c.entries {
+		if !live(e.claims, now, c.leeway) {
 			delete(c.entries, k)
 		}
 	}
@@ -86,16 +104,16 @@ func (c *cache) evict(now time.Time) {
 		return
 	}
 	sample := make([]time.Time, 0, evictSample)
-	for _, v := range c.entries {
+	for _, e := range c.entries {
 		if len(sample) == evictSample {
 			break
 		}
-		sample = append(sample, v.ExpiresAt.Time)
+		sample = append(sample, e.claims.ExpiresAt.Time)
 	}
 	slices.SortFunc(sample, time.Time.Compare)
 	cutoff := sample[(len(c.entries)-keep)*len(sample)/len(c.entries)]
-	for k, v := range c.entries {
-		if !v.ExpiresAt.Time.After(cutoff) {
+	for k, e := range c.entries {
+		if !e.claims.ExpiresAt.Time.After(cutoff) {
 			delete(c.entries, k)
 		}
 	}
@@ -107,9 +125,16 @@ func (c *cache) evict(now time.Time) {
 	}
 }
 
-// tokenHash is the SHA-256 of token, hashed in place: sha256.Sum256([]byte(token))
-// copied every token (about 600 bytes) to the heap, the one allocation of a
+// splitToken splits token at its last '.' into the signed header and payload and
+// the SHA-256 of the signature segment ("" and the whole token's for a string
+// without one, which no parser accepts). The hash is taken in place:
+// sha256.Sum256([]byte(sig)) would copy it to the heap, the one allocation of a
 // cached Verify. Sum256 only reads its argument and keeps nothing of it.
-func tokenHash(token string) [sha256.Size]byte {
-	return sha256.Sum256(unsafe.Slice(unsafe.StringData(token), len(token)))
+func splitToken(token string) (signed string, sigHash [sha256.Size]byte) {
+	i := strings.LastIndexByte(token, '.')
+	sig := token[i+1:]
+	if i >= 0 {
+		signed = token[:i]
+	}
+	return signed, sha256.Sum256(unsafe.Slice(unsafe.StringData(sig), len(sig)))
 }

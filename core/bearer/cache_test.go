@@ -1,11 +1,17 @@
 package bearer
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/palmgate/palmgate/core/keys"
 )
 
 // TestCacheEvictsNearestExpiry: a full cache makes room by dropping the expired
@@ -82,5 +88,38 @@ func BenchmarkCachePutFull(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		c.put(tokens[i%len(tokens)], &Claims{RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: jwt.NewNumericDate(now.Add(time.Duration(DefaultCacheSize+i) * time.Second))}}, now)
+	}
+}
+
+// TestCacheAdmitsOnlyTheStringVerified: the cache's key is the hash of the
+// signature segment alone, so a token cached, then sent again with another
+// header or payload and the same signature, must be no hit: it is verified, and
+// refused. The entry keeps its own copy of the header and payload, not a slice
+// of the token, which would keep the signature in memory with it.
+func TestCacheAdmitsOnlyTheStringVerified(t *testing.T) {
+	ctx := context.Background()
+	f := newTokenFixture(t, "https://id.example.test/oauth2")
+	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: f.set, Now: f.clock.Now})
+	token, other := f.token(t, "cached"), f.token(t, "other")
+	if _, err := v.Verify(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	dot, otherDot := strings.LastIndexByte(token, '.'), strings.LastIndexByte(other, '.')
+	for name, forged := range map[string]string{
+		"another token's header and payload": other[:otherDot] + token[dot:],
+		"the payload cut short":              token[:dot-4] + token[dot:],
+		"no header or payload":               token[dot:],
+		"the signature segment alone":        token[dot+1:],
+	} {
+		if _, err := v.Verify(ctx, forged); !errors.Is(err, ErrInvalidToken) {
+			t.Errorf("%s with the cached token's signature: Verify err = %v, want ErrInvalidToken", name, err)
+		}
+	}
+	if _, err := v.Verify(ctx, token); err != nil {
+		t.Errorf("the cached token itself refused: %v", err)
+	}
+	_, key := splitToken(token)
+	if e := v.cache.entries[key]; unsafe.StringData(e.signed) == unsafe.StringData(token) {
+		t.Error("the cache entry's header and payload share the token's memory, signature included")
 	}
 }

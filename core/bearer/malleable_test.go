@@ -24,7 +24,7 @@ type tokenFixture struct {
 	issuer string
 }
 
-func newTokenFixture(t *testing.T, issuer string) *tokenFixture {
+func newTokenFixture(t testing.TB, issuer string) *tokenFixture {
 	t.Helper()
 	store := memstore.New() // core's rules, not Badger's, are under test
 	clock := clocktest.New(time.Now())
