@@ -36,12 +36,14 @@ func SetIdentityHeaders(h http.Header, claims *bearer.Claims) {
 // DeleteIdentityHeaders has already removed every copy (palmgate_bearer deletes
 // them before deciding, so it does not scan the header twice).
 func PutIdentityHeaders(h http.Header, claims *bearer.Claims) {
+	// Assigned, not Set: the names are canonical already (TestIdentityHeaderNamesCanonical),
+	// and Set would check them again on every admitted request.
 	if id := claims.AgentID(); id != "" {
-		h.Set(HeaderAgentID, id)
+		h[HeaderAgentID] = []string{id}
 	}
-	h.Set(HeaderSub, claims.Subject)
-	h.Set(HeaderScope, claims.Scope)
-	h.Set(HeaderClientID, claims.ClientID)
+	h[HeaderSub] = []string{claims.Subject}
+	h[HeaderScope] = []string{claims.Scope}
+	h[HeaderClientID] = []string{claims.ClientID}
 }
 
 // DeleteIdentityHeaders deletes every copy of the identity headers (see
@@ -102,17 +104,24 @@ func sameHeaderName(a, b string) bool {
 // then audience when not "", then the scopes). It returns the claims, or the
 // refusal as a fault for SetChallenge or writeChallenge.
 func CheckBearer(r *http.Request, v *bearer.Verifier, audience string, scopes []string) (*bearer.Claims, error) {
-	if len(r.Header.Values("Authorization")) > 1 {
+	// Read by its canonical name, as Values and Get read it, without their
+	// canonicalizing it again (every admitted request comes here).
+	auth := r.Header["Authorization"]
+	if len(auth) > 1 {
 		// The check would judge the first, the upstream may read another (RFC
 		// 6750 3.1: a request that repeats the credentials is invalid_request).
 		return nil, &fault.Error{Class: fault.Invalid, Code: bearer.CodeInvalidRequest, Message: "the request has more than one Authorization header"}
 	}
-	if r.Header.Get("Authorization") != "" && strings.Contains(r.URL.RawQuery, "access_token") && r.URL.Query().Has("access_token") {
+	var authorization string
+	if len(auth) == 1 {
+		authorization = auth[0]
+	}
+	if authorization != "" && strings.Contains(r.URL.RawQuery, "access_token") && r.URL.Query().Has("access_token") {
 		// RFC 6750 2: one method per request. The header's token would be judged
 		// and the query's passed on, unchecked, to an upstream that may read it.
 		return nil, &fault.Error{Class: fault.Invalid, Code: bearer.CodeInvalidRequest, Message: "the request sends an access token both in the Authorization header and in the query"}
 	}
-	token, ok := bearerToken(r)
+	token, ok := bearerToken(authorization)
 	if !ok {
 		token = ""
 	}

@@ -91,3 +91,21 @@ func TestCheckTokenInTwoPlaces(t *testing.T) {
 		wantStatus(t, e.do(t, req{method: http.MethodGet, target: target, header: bearer(access)}), http.StatusOK)
 	}
 }
+
+// TestIdentityHeaderNamesCanonical: PutIdentityHeaders assigns the header map
+// directly, so each name must already be in the form Get, the upstream request's
+// writer and every other reader look it up by.
+func TestIdentityHeaderNamesCanonical(t *testing.T) {
+	h := http.Header{}
+	claims := &corebearer.Claims{ClientID: "app", Scope: "openid", RegisteredClaims: jwt.RegisteredClaims{Subject: "pairwise"},
+		Act: &corebearer.Actor{Subject: "agent-1"}}
+	edge.PutIdentityHeaders(h, claims)
+	for name, want := range map[string]string{edge.HeaderSub: "pairwise", edge.HeaderScope: "openid", edge.HeaderClientID: "app", edge.HeaderAgentID: "agent-1"} {
+		if canonical := http.CanonicalHeaderKey(name); canonical != name {
+			t.Errorf("%q is not canonical (%q)", name, canonical)
+		}
+		if got := h.Get(name); got != want {
+			t.Errorf("Get(%q) = %q after PutIdentityHeaders, want %q", name, got, want)
+		}
+	}
+}

@@ -274,9 +274,10 @@ func (s *Server) userinfoClaims(w http.ResponseWriter, r *http.Request) (*bearer
 	return CheckBearer(r, s.oidc.AccessVerifier(), "", scopes)
 }
 
-// bearerToken reads `Authorization: Bearer <token>` (RFC 6750 2.1).
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+// bearerToken reads the token of an Authorization header's value `Bearer <token>`
+// (RFC 6750 2.1).
+func bearerToken(authorization string) (string, bool) {
+	scheme, token, ok := strings.Cut(authorization, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false
 	}

@@ -20,7 +20,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -114,13 +113,23 @@ func (c *Claims) AgentID() string {
 
 // HasScopes reports whether every scope in want was granted.
 func (c *Claims) HasScopes(want ...string) bool {
-	granted := strings.Fields(c.Scope)
 	for _, s := range want {
-		if !slices.Contains(granted, s) {
+		if !hasField(c.Scope, s) {
 			return false
 		}
 	}
 	return true
+}
+
+// hasField reports whether s is one of the fields of list as strings.Fields
+// splits it, without the slice Fields would allocate on every admitted request.
+func hasField(list, s string) bool {
+	for f := range strings.FieldsSeq(list) {
+		if f == s {
+			return true
+		}
+	}
+	return false
 }
 
 // Config builds a Verifier.
