@@ -117,7 +117,7 @@ func (s *Server) handleLookupDevice(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleLookupPublicKey(w http.ResponseWriter, r *http.Request) {
-	key, err := agent.ParsePublicKey(r.PathValue("publicKey"))
+	key, err := s.agents.ParsePublicKey(r.PathValue("publicKey"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

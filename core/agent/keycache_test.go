@@ -55,6 +55,40 @@ func TestKnownKeyNotRevalidated(t *testing.T) {
 	}
 }
 
+// TestLookupKeyNotRevalidated: the key of a lookup by public key is checked in
+// full the first time only, and the same key as verify/signature's is not checked
+// again; a weak key is refused on every lookup, and never remembered.
+func TestLookupKeyNotRevalidated(t *testing.T) {
+	h := newHarness(t)
+	full := countingCheck(h)
+	a := newTestAgent(t, "looked-up", "looked-up-key")
+	for i := range 3 {
+		key, err := h.reg.ParsePublicKey(spkiBase64(t, a.pub))
+		if err != nil || !bytes.Equal(key, a.pub) {
+			t.Fatalf("lookup %d: %x, %v", i, key, err)
+		}
+	}
+	if *full != 1 {
+		t.Errorf("%d full checks of one key over three lookups, want 1", *full)
+	}
+	if _, err := h.reg.VerifySignatureRequest(context.Background(), mustJSON(t, a.fields("m", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if *full != 1 {
+		t.Errorf("%d full checks of one key after its lookups and a signature check, want 1", *full)
+	}
+	for _, so := range smallOrderEncodings {
+		raw, _ := hex.DecodeString(so.hex)
+		for range 2 {
+			_, err := h.reg.ParsePublicKey(spkiBase64(t, raw))
+			wantError(t, err, ErrInvalid, CodeInvalidPublicKey, "publicKey")
+		}
+	}
+	if want := 1 + 2*len(smallOrderEncodings); *full != want {
+		t.Errorf("%d full checks, want %d (every weak key's lookup)", *full, want)
+	}
+}
+
 // TestWeakKeyNeverRemembered: a key the check refuses is checked, and refused,
 // on every request; it never enters the memory of accepted keys.
 func TestWeakKeyNeverRemembered(t *testing.T) {
