@@ -44,7 +44,8 @@ func newCache(max int, leeway time.Duration) *cache {
 // compared with a request's, so that only the very string verified is admitted.
 // It is no secret: it is the claims the token carries, unsigned. The signature,
 // which is, is kept only as its hash, so the cache's memory holds no usable
-// token. signed costs about 500 bytes an entry, 5 MB at DefaultCacheSize.
+// token. signed doubles an entry's memory: 1,146 bytes with the claims and the
+// map, against 543 before, 11 MB at DefaultCacheSize (630-byte tokens).
 type cacheEntry struct {
 	signed string
 	claims *Claims
