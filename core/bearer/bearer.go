@@ -1,7 +1,8 @@
 // Package bearer verifies palmgate access tokens for resource servers: the signature
 // by one of the issuer's keys with the algorithm pinned, `typ: at+jwt`, the issuer,
-// the times and the grant's revocation. Verified tokens are cached by a hash of the
-// token until they expire, so a repeated token costs no signature check.
+// the times and the grant's revocation. Verified tokens are cached until they
+// expire (by the hash of the signature segment, the header and payload compared
+// in full: cache.go), so a repeated token costs no signature check.
 //
 // ES256 signatures are malleable: (r, n-s) verifies whenever (r, s) does, which
 // makes a second string of the same token. A verifier of palmgate's own tokens
