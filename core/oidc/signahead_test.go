@@ -3,6 +3,7 @@ package oidc
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,5 +100,38 @@ func TestActorTokenAnswersOnlyACommit(t *testing.T) {
 	}
 	if after := h.svc.access.CacheStats(); after.Hits != before.Hits+1 {
 		t.Error("the answered access token was not remembered")
+	}
+}
+
+// TestSigningNeverWaitsForASigner: with every signer busy and the queue full, a
+// signing still starts, on a goroutine of its own: a transaction's fn, which
+// starts it, must never wait (it may hold a group commit).
+func TestSigningNeverWaitsForASigner(t *testing.T) {
+	h := newHarness(t)
+	release := make(chan struct{})
+	defer close(release)
+	signers.run(func() {}) // the signers are running
+	// Occupy every signer, then fill the queue, with jobs that wait.
+	for range runtime.GOMAXPROCS(0) + signQueue + 8 {
+		done := make(chan struct{})
+		go func() {
+			signers.run(func() { <-release })
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("queueing a signing waited for a signer")
+		}
+	}
+	cl := h.svc.clients.get("app")
+	sig := h.svc.signAhead(cl, "grant-busy", "app", "alice", []string{ScopeOpenID}, "", time.Now(), "", "", time.Time{})
+	select {
+	case <-sig.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a signing started while every signer was busy never finished")
+	}
+	if _, err := sig.answer(); err != nil {
+		t.Fatal(err)
 	}
 }
