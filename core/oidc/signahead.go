@@ -69,9 +69,9 @@ const signQueue = 256
 // (GOMAXPROCS when first used), for every Service of the process: signing is
 // CPU work and nothing else. A goroutine of its own per exchange, as before, had
 // up to as many signings as requests take turns on the cores, each on a new
-// stack that ECDSA's signing grew; on long-lived signers, each keeping its
-// caches warm, an RS256 exchange took about 70 µs less of Caddy's CPU (of some
-// 1,250) and goal 3 rose by 0.02-0.03 (docs/PERFORMANCE.md, 2026-11-27).
+// stack that ECDSA's signing grew. On long-lived signers goal 3 rose by
+// 0.01-0.03 in paired runs, palmgate's share of its ceiling from 0.92-0.93 to
+// 0.95-0.96 (docs/PERFORMANCE.md, 2026-11-27).
 var signers = signerPool{jobs: make(chan func(), signQueue)}
 
 type signerPool struct {
