@@ -198,8 +198,8 @@ func confusionVerifier(t *testing.T, remote bool) (*tokenFixture, *Verifier) {
 	mux.HandleFunc("/oauth2/jwks", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"keys": f.set.JWKS()})
 	})
-	keys := NewRemoteKeys(f.issuer, srv.Client(), time.Second, nil)
-	return f, NewVerifier(Config{Issuer: f.issuer, Algorithm: "ES256", Keys: keys, Now: f.clock.Now})
+	issuerKeys := NewRemoteKeys(f.issuer, srv.Client(), time.Second, nil)
+	return f, NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: issuerKeys, Now: f.clock.Now})
 }
 
 // rememberedClaims are the claims f.token signs for jti, as the issuer remembers them.

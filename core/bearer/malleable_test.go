@@ -2,10 +2,7 @@ package bearer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -92,18 +89,7 @@ func TestVerifyRefusesMalleatedTokens(t *testing.T) {
 // refuses stray bits.
 func TestRemoteVerifierHighS(t *testing.T) {
 	ctx := context.Background()
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	f := newTokenFixture(t, srv.URL+"/oauth2")
-	mux.HandleFunc("/oauth2/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": f.issuer, "jwks_uri": srv.URL + "/oauth2/jwks"})
-	})
-	mux.HandleFunc("/oauth2/jwks", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{"keys": f.set.JWKS()})
-	})
-	remote := NewRemoteKeys(f.issuer, srv.Client(), time.Second, nil)
-	v := NewVerifier(Config{Issuer: f.issuer, Algorithm: keys.ES256, Keys: remote, Now: f.clock.Now})
+	f, v := confusionVerifier(t, true)
 	token := f.token(t, "remote")
 	twin := jwttest.Malleate(t, token)
 	for _, tok := range []string{twin, token, twin} {
