@@ -90,11 +90,10 @@ type Sender struct {
 	once   sync.Once
 	wg     sync.WaitGroup
 	closed sync.Once
-	// sending is held (read) by Send from its check to its enqueue, and taken by
-	// Close before it drains: a logout is queued before the drain or dropped at
-	// once, never left in a queue no one reads.
+	// sending is held (read) by Send from its check of ctx to its enqueue, and
+	// taken by Close to cancel ctx before it drains: a logout is queued before the
+	// drain or dropped at once, never left in a queue no one reads.
 	sending sync.RWMutex
-	stopped bool
 }
 
 var _ oidc.LogoutSender = (*Sender)(nil)
@@ -200,9 +199,8 @@ func (s *Sender) Close() {
 	s.closed.Do(func() {
 		s.once.Do(func() {}) // no Start after Close
 		s.sending.Lock()
-		s.stopped = true
-		s.sending.Unlock()
 		s.cancel()
+		s.sending.Unlock()
 		s.wg.Wait()
 		for _, ln := range []*lane{s.operator, s.restricted} {
 			for drained := false; !drained; {
@@ -224,7 +222,7 @@ var errStopped = errors.New("palmgate stopped (a config reload) before it was se
 func (s *Sender) Send(l oidc.BackchannelLogout) {
 	s.sending.RLock()
 	defer s.sending.RUnlock()
-	if s.stopped {
+	if s.ctx.Err() != nil {
 		s.report(l.ClientID, Dropped, errors.New("palmgate is stopping"))
 		return
 	}
