@@ -137,6 +137,30 @@ func TestReportInterleavedVerify(t *testing.T) {
 	}
 }
 
+// TestReportInProcessMinimalInforms: the minimal server in the load
+// generator's own process outruns the same server in a process of its own, so
+// its row informs (info, whatever the ratio) and goal 1' decides.
+func TestReportInProcessMinimalInforms(t *testing.T) {
+	scenarios := []scenario{
+		{name: "minimal", unit: "req", server: "self"},
+		{name: "minimal-proc", unit: "req", server: "minproc"},
+		{name: "verify-reg", unit: "req", server: "caddy"},
+	}
+	results := map[string][]result{
+		"minimal":      {measured(6000, 0, 160)},
+		"minimal-proc": {measured(5000, 160, 40)},
+		"verify-reg":   {measured(4600, 190, 40)}, // 0.77 of minimal, 0.92 of minimal-proc
+	}
+	report := summarize(scenarios, results, SeedConfig{})
+	wantInReport(t, report,
+		"info 1. verify/signature, registered device / minimal server (in the load generator's process), not deciding: 1' decides: 0.77 (goal >= 0.90",
+		"PASS 1'. verify/signature, registered device / minimal server (own process): 0.92",
+	)
+	if strings.Contains(report, "MISS 1.") || strings.Contains(report, "PASS 1.") {
+		t.Errorf("the in-process minimal server decides a goal:\n%s", report)
+	}
+}
+
 // wantInReport checks that report holds each of lines.
 func wantInReport(t *testing.T, report string, lines ...string) {
 	t.Helper()
