@@ -2,8 +2,9 @@
 // Caddy (cmd/caddy, started by internal/testserver), on one Caddy instance and in
 // one run: reverse_proxy alone, reverse_proxy with the identity headers set by
 // Caddy's request_header (what the headers alone cost), palmgate_bearer in front of the same
-// reverse_proxy (a reused token served from the verified-token cache, the cache
-// turned off, a new token on every request) and /oauth2/check. Each round
+// reverse_proxy (a reused token served from the verified-token cache, the same
+// with strip_token, the cache turned off, a new token on every request) and
+// /oauth2/check. Each round
 // measures them all in turns of short slices (loadgen.Interleave), so that each
 // ratio to reverse_proxy compares the same stretch of the machine's time.
 //

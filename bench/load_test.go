@@ -91,6 +91,7 @@ func TestLoad(t *testing.T) {
 		{name: "bare", what: "reverse_proxy alone (GET /bare/x)", req: getRequest(host, "/bare/x", s.token)},
 		{name: "headers", what: "reverse_proxy with the identity headers palmgate_bearer sets, set by request_header instead (GET /headers/x)", req: getRequest(host, "/headers/x", s.token)},
 		{name: "cached", what: "palmgate_bearer + reverse_proxy, reused token (GET /cached/x)", req: getRequest(host, "/cached/x", s.token)},
+		{name: "stripped", what: "palmgate_bearer with strip_token + reverse_proxy, reused token: the upstream gets the identity headers, not the token (GET /stripped/x)", req: getRequest(host, "/stripped/x", s.token)},
 		{name: "uncached", what: "palmgate_bearer + reverse_proxy, cache_size -1 (GET /uncached/x)", req: getRequest(host, "/uncached/x", s.token)},
 		{name: "newtoken", what: fmt.Sprintf("palmgate_bearer + reverse_proxy, a new token per request (%d tokens, GET /cached/x)", *loadTokens)},
 		{name: "check", what: "/oauth2/check?scope=openid, reused token", req: getRequest(host, "/oauth2/check?scope=openid", s.token)},
@@ -319,6 +320,10 @@ func summarize(base []scenario, results map[string][]result) string {
 	if headers, ok := ratios["headers"]; ok && ratios["cached"] > 0 {
 		fmt.Fprintf(&b, "the identity headers alone, set by Caddy's request_header (headers / bare): %.2f; palmgate_bearer, which checks the token and sets them (cached / headers): %.2f\n",
 			headers, ratios["cached"]/headers)
+	}
+	if stripped, ok := ratios["stripped"]; ok {
+		fmt.Fprintf(&b, "info reused token with strip_token (stripped / bare), not deciding: %.2f (CPU ratio %.2f); the goal is the default's, which forwards the token\n",
+			stripped, cpuRatios["stripped"])
 	}
 	return b.String()
 }

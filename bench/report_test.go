@@ -31,7 +31,29 @@ func TestSummarizeSeparatesTheHeadersFromTheCheck(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
 	}
-	if report := summarize(base[:1], map[string][]result{"bare": results["bare"]}); strings.Contains(report, "headers / bare") {
-		t.Errorf("a report without the headers scenario names it:\n%s", report)
+	if report := summarize(base[:1], map[string][]result{"bare": results["bare"]}); strings.Contains(report, "headers / bare") || strings.Contains(report, "strip_token") {
+		t.Errorf("a report without the headers and stripped scenarios names them:\n%s", report)
+	}
+}
+
+// TestSummarizeStrippedInforms: the reused token with strip_token is reported
+// beside the goal, never as the goal's figure: the goal is the default's.
+func TestSummarizeStrippedInforms(t *testing.T) {
+	at := func(name string, perSecond int) result {
+		return result{name: name, Result: loadgen.Result{Ops: perSecond, Elapsed: time.Second, ProcessCPU: time.Second, SelfCPU: time.Second}}
+	}
+	base := []scenario{{name: "bare"}, {name: "cached"}, {name: "stripped"}}
+	report := summarize(base, map[string][]result{
+		"bare":     {at("bare", 1000)},
+		"cached":   {at("cached", 930)},
+		"stripped": {at("stripped", 980)},
+	})
+	for _, want := range []string{
+		"MISS reused token (cached) / bare reverse_proxy: 0.93",
+		"info reused token with strip_token (stripped / bare), not deciding: 0.98",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
 	}
 }

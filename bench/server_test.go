@@ -67,6 +67,13 @@ http://127.0.0.1:{port} {
 		}
 		reverse_proxy 127.0.0.1:{upport}
 	}
+	handle /stripped/* {
+		palmgate_bearer {
+			scope openid
+			strip_token
+		}
+		reverse_proxy 127.0.0.1:{upport}
+	}
 	handle /uncached/* {
 		palmgate_bearer {
 			scope openid
