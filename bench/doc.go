@@ -4,9 +4,9 @@
 // Caddy's request_header (what the headers alone cost), palmgate_bearer in front of the same
 // reverse_proxy (a reused token served from the verified-token cache, the same
 // with strip_token, the cache turned off, a new token on every request) and
-// /oauth2/check. Each round
-// measures them all in turns of short slices (loadgen.Interleave), so that each
-// ratio to reverse_proxy compares the same stretch of the machine's time.
+// /oauth2/check. Each round measures them all in turns of short slices
+// (loadgen.Interleave), so that each ratio to reverse_proxy compares the same
+// stretch of the machine's time.
 //
 // It holds no code of its own outside its tests; the load generator (raw
 // HTTP/1.1 connections, the measured runs, the CPU accounting) is

@@ -12,14 +12,11 @@ import (
 // identity headers cost alone (headers / bare) and what palmgate_bearer costs
 // beyond them (cached / headers), from the same rounds' ratios to bare.
 func TestSummarizeSeparatesTheHeadersFromTheCheck(t *testing.T) {
-	at := func(name string, perSecond int) result {
-		return result{name: name, Result: loadgen.Result{Ops: perSecond, Elapsed: time.Second, ProcessCPU: time.Second, SelfCPU: time.Second}}
-	}
 	base := []scenario{{name: "bare"}, {name: "headers"}, {name: "cached"}}
 	results := map[string][]result{
-		"bare":    {at("bare", 1000)},
-		"headers": {at("headers", 940)},
-		"cached":  {at("cached", 960)},
+		"bare":    {resultAt("bare", 1000)},
+		"headers": {resultAt("headers", 940)},
+		"cached":  {resultAt("cached", 960)},
 	}
 	report := summarize(base, results)
 	for _, want := range []string{
@@ -39,14 +36,11 @@ func TestSummarizeSeparatesTheHeadersFromTheCheck(t *testing.T) {
 // TestSummarizeStrippedInforms: the reused token with strip_token is reported
 // beside the goal, never as the goal's figure: the goal is the default's.
 func TestSummarizeStrippedInforms(t *testing.T) {
-	at := func(name string, perSecond int) result {
-		return result{name: name, Result: loadgen.Result{Ops: perSecond, Elapsed: time.Second, ProcessCPU: time.Second, SelfCPU: time.Second}}
-	}
 	base := []scenario{{name: "bare"}, {name: "cached"}, {name: "stripped"}}
 	report := summarize(base, map[string][]result{
-		"bare":     {at("bare", 1000)},
-		"cached":   {at("cached", 930)},
-		"stripped": {at("stripped", 980)},
+		"bare":     {resultAt("bare", 1000)},
+		"cached":   {resultAt("cached", 930)},
+		"stripped": {resultAt("stripped", 980)},
 	})
 	for _, want := range []string{
 		"MISS reused token (cached) / bare reverse_proxy: 0.93",
@@ -56,4 +50,10 @@ func TestSummarizeStrippedInforms(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
 	}
+}
+
+// resultAt is one second of a scenario at perSecond requests, with a second of
+// CPU on each side.
+func resultAt(name string, perSecond int) result {
+	return result{name: name, Result: loadgen.Result{Ops: perSecond, Elapsed: time.Second, ProcessCPU: time.Second, SelfCPU: time.Second}}
 }

@@ -184,8 +184,8 @@ func summarize(scenarios []scenario, results map[string][]result, cfg SeedConfig
 	// (minimal-proc / minimal, 0.76 in the 2026-11-27 10:45 run). Caddy runs in
 	// a process of its own, so 1' decides and this row informs.
 	deciding = false
-	goal("1. verify/signature, registered device / minimal server (in the load generator's process), not deciding: 1' decides", "verify-reg", "minimal", 1, goalVerify, true)
-	goal("1. verify/signature, unregistered device / minimal server (in the load generator's process), not deciding: 1' decides", "verify-unreg", "minimal", 1, goalVerify, true)
+	goal("1. verify/signature, registered device / minimal server (in the load generator's process; 1' decides)", "verify-reg", "minimal", 1, goalVerify, true)
+	goal("1. verify/signature, unregistered device / minimal server (in the load generator's process; 1' decides)", "verify-unreg", "minimal", 1, goalVerify, true)
 	deciding = true
 	// decide gives a ratio goal's row: from the interleaved results when they
 	// were measured (the separate slots' row then informs only), else from the

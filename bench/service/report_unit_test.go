@@ -153,7 +153,7 @@ func TestReportInProcessMinimalInforms(t *testing.T) {
 	}
 	report := summarize(scenarios, results, SeedConfig{})
 	wantInReport(t, report,
-		"info 1. verify/signature, registered device / minimal server (in the load generator's process), not deciding: 1' decides: 0.77 (goal >= 0.90",
+		"info 1. verify/signature, registered device / minimal server (in the load generator's process; 1' decides): 0.77 (goal >= 0.90",
 		"PASS 1'. verify/signature, registered device / minimal server (own process): 0.92",
 	)
 	if strings.Contains(report, "MISS 1.") || strings.Contains(report, "PASS 1.") {
